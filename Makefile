@@ -1,0 +1,32 @@
+# Two entry points a fresh machine needs: `make demo` (the main job, cloud: local) and `make test`.
+# Each creates .venv when missing and installs from this repo's own pyproject.toml.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# torch==2.13.0 (CPU) comes with the `local` extra; the cloud SDKs are not needed for the demo.
+$(VENV)/.demo-deps: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[local]'
+	touch $@
+
+$(VENV)/.test-deps: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[all,dev]'
+	touch $@
+
+demo: $(VENV)/.demo-deps
+	$(BIN)/reclaunch up examples/local-deepfm.yaml --yes
+
+test: $(VENV)/.test-deps
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.test-deps
+	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

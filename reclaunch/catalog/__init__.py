@@ -1,0 +1,218 @@
+"""The instance + price catalog: versioned, dated data shipped in the package.
+
+Query functions take the catalog as an argument so tests (and `catalog refresh`) can pass
+their own. A user overlay in ~/.reclaunch/catalog/instances.csv (written by `catalog refresh`)
+replaces bundled rows with the same (cloud, instance_type, region) key.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import os
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+STALE_AFTER_DAYS = 90
+
+INSTANCE_COLUMNS = (
+    "cloud", "instance_type", "region", "gpu", "gpu_count", "gpu_memory_gib", "intra_node",
+    "nvlink", "nvlink_gbs_per_gpu", "fabric", "nics", "network_gbps", "gpudirect", "vcpus",
+    "ram_gib", "local_nvme_gb", "on_demand_usd", "spot_usd", "spot_low_usd", "spot_high_usd",
+    "price_as_of", "source",
+)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    memory_gib: float
+    hbm_tbps: float
+    fp32_tflops: float
+    tf32_tflops: float
+    bf16_tflops: float
+    fp16_tflops: float
+    source: str
+
+    def peak_tflops(self, precision: str) -> float:
+        return {"fp32": self.fp32_tflops, "tf32": self.tf32_tflops,
+                "bf16": self.bf16_tflops, "fp16": self.fp16_tflops}[precision]
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One (cloud, instance type, region) row."""
+
+    cloud: str
+    instance_type: str
+    region: str
+    gpu: str
+    gpu_count: int
+    gpu_memory_gib: float
+    intra_node: str            # nvlink | pcie
+    nvlink: str                # NVLink3 / NVLink4 / ""
+    nvlink_gbs_per_gpu: float  # GB/s per GPU, 0 for PCIe
+    fabric: str                # efa | infiniband | tcpx | tcpxo | rdma | ethernet
+    nics: int
+    network_gbps: float
+    gpudirect: bool
+    vcpus: int
+    ram_gib: float
+    local_nvme_gb: float
+    on_demand_usd: float | None
+    spot_usd: float | None
+    spot_low_usd: float | None
+    spot_high_usd: float | None
+    price_as_of: _dt.date
+    source: str
+    origin: str = "bundled"    # bundled | overlay
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.cloud, self.instance_type, self.region)
+
+    def age_days(self, today: _dt.date | None = None) -> int:
+        return ((today or _dt.date.today()) - self.price_as_of).days
+
+    def is_stale(self, today: _dt.date | None = None) -> bool:
+        return self.age_days(today) > STALE_AFTER_DAYS
+
+    def to_row(self) -> dict[str, str]:
+        out = {}
+        for col in INSTANCE_COLUMNS:
+            v = getattr(self, col)
+            out[col] = ("" if v is None else
+                        ("true" if v is True else "false" if v is False else
+                         v.isoformat() if isinstance(v, _dt.date) else
+                         f"{v:g}" if isinstance(v, float) else str(v)))
+        return out
+
+
+@dataclass(frozen=True)
+class Catalog:
+    version: str
+    offers: tuple[Offer, ...]
+    gpus: dict[str, Gpu] = field(default_factory=dict)
+
+    def instance(self, cloud: str, instance_type: str) -> Offer | None:
+        """Any row of this instance type (facts are the same in every region)."""
+        for o in self.offers:
+            if o.cloud == cloud and o.instance_type == instance_type:
+                return o
+        return None
+
+    def instance_types(self, cloud: str | None = None) -> list[str]:
+        return sorted({o.instance_type for o in self.offers if cloud in (None, o.cloud)})
+
+    def regions(self, cloud: str | None = None) -> list[str]:
+        return sorted({o.region for o in self.offers if cloud in (None, o.cloud)})
+
+    def gpu(self, name: str) -> Gpu:
+        return self.gpus[name]
+
+
+def _num(v: str) -> float | None:
+    v = v.strip()
+    return float(v) if v else None
+
+
+def parse_offer(row: dict[str, str], origin: str = "bundled") -> Offer:
+    return Offer(
+        cloud=row["cloud"], instance_type=row["instance_type"], region=row["region"],
+        gpu=row["gpu"], gpu_count=int(row["gpu_count"]),
+        gpu_memory_gib=float(row["gpu_memory_gib"]), intra_node=row["intra_node"],
+        nvlink=row["nvlink"], nvlink_gbs_per_gpu=float(row["nvlink_gbs_per_gpu"] or 0),
+        fabric=row["fabric"], nics=int(row["nics"] or 0), network_gbps=float(row["network_gbps"]),
+        gpudirect=row["gpudirect"].strip().lower() == "true", vcpus=int(row["vcpus"]),
+        ram_gib=float(row["ram_gib"]), local_nvme_gb=float(row["local_nvme_gb"] or 0),
+        on_demand_usd=_num(row["on_demand_usd"]), spot_usd=_num(row["spot_usd"]),
+        spot_low_usd=_num(row["spot_low_usd"]), spot_high_usd=_num(row["spot_high_usd"]),
+        price_as_of=_dt.date.fromisoformat(row["price_as_of"]), source=row["source"],
+        origin=origin,
+    )
+
+
+def _read_rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(line for line in text.splitlines() if line.strip()))
+
+
+def user_overlay_dir() -> Path:
+    """Where `catalog refresh` writes; RECLAUNCH_HOME moves all user state (tests use it)."""
+    return Path(os.environ.get("RECLAUNCH_HOME", Path.home() / ".reclaunch")) / "catalog"
+
+
+def write_rows(path: Path, offers: list[Offer]) -> None:
+    """Write offers as a catalog CSV atomically (a torn catalog would break every plan)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=INSTANCE_COLUMNS)
+        w.writeheader()
+        for o in sorted(offers, key=lambda o: o.key):
+            w.writerow(o.to_row())
+    os.replace(tmp, path)
+
+
+def _bundled_text(name: str) -> str:
+    return resources.files(__package__).joinpath("data", name).read_text()
+
+
+@lru_cache(maxsize=4)
+def _bundled() -> tuple[str, tuple[Offer, ...], dict[str, Gpu]]:
+    import yaml
+
+    meta = yaml.safe_load(_bundled_text("meta.yaml"))
+    offers = tuple(parse_offer(r) for r in _read_rows(_bundled_text("instances.csv")))
+    gpus = {}
+    for r in _read_rows(_bundled_text("gpus.csv")):
+        gpus[r["gpu"]] = Gpu(r["gpu"], *(float(r[c]) for c in (
+            "memory_gib", "hbm_tbps", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops")),
+            source=r["source"])
+    return str(meta["version"]), offers, gpus
+
+
+def bundled_catalog() -> Catalog:
+    version, offers, gpus = _bundled()
+    return Catalog(version=version, offers=offers, gpus=gpus)
+
+
+def load_catalog(overlay: bool = True, overlay_dir: Path | None = None) -> Catalog:
+    """The bundled catalog, with the user's refreshed rows laid over it."""
+    cat = bundled_catalog()
+    if not overlay:
+        return cat
+    path = (overlay_dir or user_overlay_dir()) / "instances.csv"
+    if not path.is_file():
+        return cat
+    try:
+        extra = [parse_offer(r, origin="overlay") for r in _read_rows(path.read_text())]
+    except (KeyError, ValueError, csv.Error):
+        # A broken overlay must not stop planning: fall back to the bundled data.
+        return cat
+    merged = {o.key: o for o in cat.offers}
+    merged.update({o.key: o for o in extra})
+    return replace(cat, version=f"{cat.version}+overlay", offers=tuple(merged.values()))
+
+
+def offers(catalog: Catalog, cloud: str | None = None, gpu: str | None = None,
+           region: str | None = None, spot: bool | None = None,
+           instance_type: str | None = None) -> list[Offer]:
+    """Filter the catalog. spot=True keeps offers with a spot price, False those with on-demand."""
+    out = []
+    for o in catalog.offers:
+        if cloud and o.cloud != cloud:
+            continue
+        if gpu and o.gpu.lower() != gpu.lower():
+            continue
+        if region and o.region != region:
+            continue
+        if instance_type and o.instance_type != instance_type:
+            continue
+        if spot is True and o.spot_usd is None:
+            continue
+        if spot is False and o.on_demand_usd is None:
+            continue
+        out.append(o)
+    return sorted(out, key=lambda o: (o.cloud, o.instance_type, o.region))

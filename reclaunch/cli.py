@@ -1,0 +1,150 @@
+"""The `reclaunch` command. One function per verb; each imports its layer lazily.
+
+Start-up time is a feature: this module imports click and nothing heavy. Errors users can
+act on (ReclaunchError) print as one line with the command's exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from reclaunch.errors import ReclaunchError, UsageError
+
+CLOUDS = ["aws", "azure", "gcp", "local"]
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _emit_json(obj) -> None:
+    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="reclaunch", prog_name="reclaunch")
+def cli() -> None:
+    """Plan, launch and tear down recommender-model training on GPU clusters.
+
+    \b
+    reclaunch plan examples/aws-deepfm-p4d.yaml      what it costs, whether it fits
+    reclaunch up examples/local-deepfm.yaml          run it (cloud: local needs no account)
+    reclaunch down NAME                              back to zero spend
+    """
+
+
+# ------------------------------------------------------------------ validate / schema
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+def validate(files: tuple[str, ...]) -> None:
+    """Check cluster.yaml files; print every problem as file:line: field: message."""
+    from reclaunch.catalog import load_catalog
+    from reclaunch.errors import SpecError
+    from reclaunch.spec import load_spec
+
+    catalog = load_catalog()
+    bad = 0
+    for f in files:
+        try:
+            spec = load_spec(f, catalog)
+        except SpecError as exc:
+            bad += 1
+            for line in exc.problems:
+                click.echo(line, err=True)
+            continue
+        where = spec.instance_type or spec.gpu or "this machine"
+        click.echo(f"{f}: ok ({spec.name}: {spec.cloud}, {spec.nodes} x {spec.gpus_per_node} on {where})")
+    if bad:
+        sys.exit(2)
+
+
+@cli.command()
+@click.option("--out", type=click.Path(dir_okay=False), help="Write to a file instead of stdout.")
+def schema(out: str | None) -> None:
+    """JSON Schema of cluster.yaml (for editors: yaml-language-server)."""
+    from reclaunch.spec import json_schema
+
+    text = json.dumps(json_schema(), indent=2) + "\n"
+    if out:
+        with open(out, "w") as fh:
+            fh.write(text)
+    else:
+        click.echo(text, nl=False)
+
+
+# ------------------------------------------------------------------ catalog
+
+@cli.group(invoke_without_command=True)
+@click.option("--cloud", type=click.Choice(CLOUDS[:3]))
+@click.option("--gpu", help="e.g. H100-80GB, A100")
+@click.option("--region")
+@click.option("--json", "as_json", is_flag=True, help="One JSON list on stdout.")
+@click.pass_context
+def catalog(ctx: click.Context, cloud, gpu, region, as_json) -> None:
+    """Instances and prices, with the date and source of every price."""
+    if ctx.invoked_subcommand:
+        return
+    from reclaunch.catalog import load_catalog, offers
+    from reclaunch.catalog.show import offers_json, offers_table
+
+    cat = load_catalog()
+    gpu_name = None
+    if gpu:
+        from reclaunch.spec import normalize_gpu
+
+        got = normalize_gpu(gpu, sorted(cat.gpus))
+        if not isinstance(got, str):
+            # "A100" matches two models: show both rather than refusing.
+            rows = [o for g in got for o in offers(cat, cloud=cloud, gpu=g, region=region)]
+            if not rows:
+                raise UsageError(f"--gpu {gpu}: unknown GPU; known: {', '.join(sorted(cat.gpus))}")
+        else:
+            gpu_name = got
+    if gpu is None or gpu_name:
+        rows = offers(cat, cloud=cloud, gpu=gpu_name, region=region)
+    if as_json:
+        _emit_json(offers_json(rows, cat))
+    else:
+        _console().print(offers_table(rows, cat))
+
+
+# ------------------------------------------------------------------ entry point
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="reclaunch", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except ReclaunchError as exc:
+        from reclaunch.errors import SpecError
+
+        # Spec problems already read `file:line: field: message`; the rest get a prefix.
+        lines = exc.problems if isinstance(exc, SpecError) else [f"error: {exc}"]
+        for line in lines:
+            click.echo(line, err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:  # `reclaunch catalog | head`
+        sys.exit(0)
+    except Exception as exc:  # a bug of ours: still one line unless asked for the traceback
+        if os.environ.get("RECLAUNCH_DEBUG"):
+            raise
+        click.echo(f"internal error: {type(exc).__name__}: {exc} "
+                   "(set RECLAUNCH_DEBUG=1 for the traceback, and please report it)", err=True)
+        sys.exit(1)
+    sys.exit(0)

@@ -1,0 +1,467 @@
+"""cluster.yaml: pydantic models, presets, cross-field rules, and errors that name file:line.
+
+The field names are a contract (design.md). Every model forbids unknown keys; an unknown key
+gets "did you mean ...?". Rules that need the catalog (instance exists, GPU agrees, fabric
+exists on that cloud) run after pydantic in `cross_check`, still pure and offline.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError,
+                      WithJsonSchema, field_validator, model_validator)
+
+from reclaunch.errors import SpecError
+from reclaunch.units import COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, parse_count, parse_size
+
+Count = Annotated[int, BeforeValidator(parse_count), WithJsonSchema(COUNT_JSON_SCHEMA)]
+Size = Annotated[int, BeforeValidator(parse_size), WithJsonSchema(SIZE_JSON_SCHEMA)]
+
+
+def _str_value(v: object) -> object:
+    # `FOO: 1` in YAML is an int; environment variables are strings, so take the text.
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    return v
+
+
+EnvValue = Annotated[str, BeforeValidator(_str_value)]
+
+
+def _no_bool(v: object) -> object:
+    # YAML reads `yes`/`on` as true; pydantic would take that as 1. A number field wants a number.
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number, got {str(v).lower()}")
+    return v
+
+
+Int = Annotated[int, BeforeValidator(_no_bool)]
+Float = Annotated[float, BeforeValidator(_no_bool)]
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
+
+Cloud = Literal["aws", "azure", "gcp", "local"]
+Fabric = Literal["auto", "efa", "infiniband", "tcpx", "tcpxo", "rdma", "ethernet"]
+StorageKind = Literal["fsx-lustre", "efs", "azure-lustre", "azure-files", "filestore", "cephfs",
+                      "pvc", "hostpath", "none"]
+Precision = Literal["fp32", "tf32", "fp16", "bf16"]
+Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
+Preset = Literal["deepfm", "dcnv2", "din", "dlrm", "wide_deep", "custom"]
+
+# Which storage kinds each target can provision; data, so no branching on the cloud name.
+STORAGE_BY_CLOUD: dict[str, tuple[str, ...]] = {
+    "aws": ("fsx-lustre", "efs", "cephfs", "pvc", "none"),
+    "azure": ("azure-lustre", "azure-files", "cephfs", "pvc", "none"),
+    "gcp": ("filestore", "cephfs", "pvc", "none"),
+    "local": ("hostpath", "none"),
+}
+# Kinds whose capacity must be given (the rest are elastic or already exist).
+SIZED_STORAGE = ("fsx-lustre", "azure-lustre", "azure-files", "filestore", "pvc")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class Interconnect(Strict):
+    intra_node: Literal["nvlink", "pcie"] | None = Field(
+        None, description="Defaults to what the instance has")
+    inter_node: Fabric = "auto"
+
+
+class Storage(Strict):
+    kind: StorageKind = "none"
+    size: Size | None = Field(None, description='Capacity, e.g. "100TiB" or "1.2TiB"')
+    mount_path: str = Field("/data", pattern=r"^/[^\s]*$")
+    existing: str | None = Field(None, description="Existing file system id / StorageClass (cephfs, pvc)")
+    storage_class: str | None = None
+
+
+class Spot(Strict):
+    enabled: bool = False
+    fallback: Literal["on-demand", "none"] = "on-demand"
+    max_price: Float | None = Field(None, gt=0, le=10_000,
+                                    description="USD per instance-hour; null = up to on-demand")
+    reclaim_rate_per_node_hour: Float | None = Field(
+        None, ge=0, le=1, description="Override the planner's expected reclaims per node-hour")
+    restart_minutes: Float = Field(10, ge=0, le=24 * 60,
+                                   description="Time to replace a node and resume")
+
+
+class Autoscaling(Strict):
+    min_nodes: Count = Field(ge=1, le=10_000)
+    max_nodes: Count = Field(ge=1, le=10_000)
+
+
+class Checkpoint(Strict):
+    path: str = "/data/ckpt"
+    every_minutes: Float = Field(15, gt=0, le=7 * 24 * 60)
+
+
+class Dataset(Strict):
+    samples: Count = Field(ge=1, le=10**15)
+    epochs: Float = Field(1, gt=0, le=10_000)
+    path: str | None = Field(None, description="Where real shards live on the storage mount")
+
+
+class Job(Strict):
+    image: str | None = Field(None, min_length=1, max_length=512)
+    command: list[str] = Field(min_length=1)
+    args: list[EnvValue] = []
+    env: dict[EnvName, EnvValue] = {}
+    batch_size: Count = Field(4096, ge=1, le=1 << 24, description="Per GPU (per process)")
+    grad_accumulation: Int = Field(1, ge=1, le=4096)
+    precision: Precision = "bf16"
+    optimizer: Optimizer = "adam"
+    checkpoint: Checkpoint = Checkpoint()
+    dataset: Dataset = Dataset(samples=1_000_000)
+    max_restarts: Int = Field(10, ge=0, le=1000)
+    num_workers: Int | None = Field(None, ge=0, le=256, description="Dataloader workers per process")
+
+    @field_validator("command", "args", mode="before")
+    @classmethod
+    def _one_word_is_a_list(cls, v: object) -> object:
+        return [v] if isinstance(v, str) else v
+
+
+class Table(Strict):
+    name: str = Field(min_length=1, max_length=128)
+    rows: Count = Field(ge=1, le=10**12)
+    dim: Int | None = Field(None, ge=1, le=4096)
+    pooling_factor: Float = Field(1.0, gt=0, le=100_000, description="Lookups per sample")
+
+
+CRITEO_1TB_ROWS = (40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956,
+                   405282, 10, 2209, 11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152,
+                   12973, 108, 36)
+CRITEO_1TB_HOTS = (3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1)
+
+
+def _criteo_1tb(multi_hot: bool) -> list[dict[str, Any]]:
+    # reference/recsys.md: MLPerf Criteo 1TB cardinalities (capped at 40M) and lookups per sample.
+    return [{"name": f"cat_{i}", "rows": r, "pooling_factor": (h if multi_hot else 1)}
+            for i, (r, h) in enumerate(zip(CRITEO_1TB_ROWS, CRITEO_1TB_HOTS))]
+
+
+# Presets fill what the user leaves out (reference/recsys.md). Tables only where a public
+# dataset fixes them; DeepFM/DIN/Wide&Deep users bring their own tables.
+PRESETS: dict[str, dict[str, Any]] = {
+    "deepfm": {"embedding_dim": 16, "mlp": [400, 400, 400]},
+    "dcnv2": {"embedding_dim": 128, "bottom_mlp": [512, 256, 128], "cross_layers": 3,
+              "cross_low_rank": 512, "mlp": [1024, 1024, 512, 256, 1],
+              "tables": _criteo_1tb(multi_hot=True)},
+    "dlrm": {"embedding_dim": 128, "bottom_mlp": [512, 256, 128],
+             "mlp": [1024, 1024, 512, 256, 1], "tables": _criteo_1tb(multi_hot=False)},
+    "din": {"embedding_dim": 18, "mlp": [200, 80], "attention_mlp": [80, 40], "history_length": 50},
+    "wide_deep": {"embedding_dim": 64, "mlp": [1024, 1024, 1024, 1024, 1024]},
+    "custom": {},
+}
+
+
+class Model(Strict):
+    preset: Preset = "custom"
+    embedding_dim: Int = Field(64, ge=1, le=4096)
+    embedding_dtype: Literal["fp32", "fp16", "bf16", "int8"] = "fp32"
+    tables: list[Table] = Field(default_factory=list, min_length=1, max_length=100_000,
+                                description="Required unless the preset brings them (dlrm, dcnv2)")
+    mlp: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field([1024, 1024, 512], max_length=1000)
+    bottom_mlp: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field([], max_length=1000)
+    dense_features: Int = Field(13, ge=0, le=100_000)
+    cross_layers: Int = Field(0, ge=0, le=100)
+    cross_low_rank: Int | None = Field(None, ge=1, le=1 << 16)
+    attention_mlp: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field([], max_length=100)
+    history_length: Int = Field(0, ge=0, le=100_000, description="DIN behaviour sequence length")
+    sharding: Literal["auto", "data", "table_wise", "row_wise"] = "auto"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            preset = PRESETS.get(str(data.get("preset", "custom")), {})
+            data = {**preset, **data}
+        return data
+
+
+class Nccl(Strict):
+    env: dict[EnvName, EnvValue] = {}
+    debug: Literal["WARN", "INFO"] = "WARN"
+
+
+class Teardown(Strict):
+    when: Literal["on_success", "on_completion", "never"] = "on_success"
+    idle_minutes: Float = Field(30, ge=1, le=7 * 24 * 60)
+    keep_on_failure: bool = False
+
+
+class Budget(Strict):
+    max_usd: Float | None = Field(None, gt=0, le=1e9)
+
+
+class Spec(Strict):
+    name: str = Field(pattern=r"^[a-z0-9-]{1,40}$", description="[a-z0-9-], 1..40 chars")
+    cloud: Cloud
+    region: str | None = Field(None, min_length=1, max_length=64)
+    zones: list[str] = []
+    nodes: Count = Field(1, ge=1, le=10_000)
+    gpus_per_node: Int = Field(8, ge=1, le=16)
+    gpu: str | None = None
+    instance_type: str | None = None
+    namespace: str = Field("reclaunch", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    interconnect: Interconnect = Interconnect()
+    storage: Storage = Storage()
+    spot: Spot = Spot()
+    autoscaling: Autoscaling | None = None
+    job: Job
+    model: Model
+    nccl: Nccl = Nccl()
+    teardown: Teardown = Teardown()
+    budget: Budget = Budget()
+
+    _source: str = PrivateAttr("cluster.yaml")
+    _lines: dict = PrivateAttr(default_factory=dict)
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name_hint(cls, v: object) -> object:
+        if isinstance(v, str) and v and not re.fullmatch(r"[a-z0-9-]{1,40}", v):
+            raise ValueError(f"{v!r} must be 1..40 characters of a-z, 0-9 and '-' "
+                             "(it names stacks, tags and jobs)")
+        return v
+
+    def where(self, *path: str | int) -> str:
+        """`file:line` for a field path, for errors raised after loading."""
+        return f"{self._source}:{_line_for(self._lines, tuple(path))}"
+
+    @property
+    def min_nodes(self) -> int:
+        return self.autoscaling.min_nodes if self.autoscaling else self.nodes
+
+    @property
+    def max_nodes(self) -> int:
+        return self.autoscaling.max_nodes if self.autoscaling else self.nodes
+
+
+# ---------------------------------------------------------------- cross-field rules
+
+Problem = tuple[tuple[str | int, ...], str]
+
+
+def normalize_gpu(name: str, known: list[str]) -> str | list[str]:
+    """'h100' -> 'H100-80GB'; an ambiguous or unknown name returns the candidates."""
+    key = re.sub(r"[\s_]+", "-", name.strip().upper()).replace("GIB", "GB")
+    if key in known:
+        return key
+    hits = [k for k in known if k.startswith(key + "-") or k.replace("-", "") == key.replace("-", "")]
+    return hits[0] if len(hits) == 1 else (hits or difflib.get_close_matches(key, known, n=3, cutoff=0.4))
+
+
+def cross_check(spec: Spec, catalog=None) -> list[Problem]:
+    """Rules spanning fields or needing the catalog. Returns (path, message) problems."""
+    from reclaunch.catalog import load_catalog
+
+    cat = catalog or load_catalog()
+    out: list[Problem] = []
+    s = spec
+    if s.autoscaling:
+        a = s.autoscaling
+        if a.min_nodes > a.max_nodes:
+            out.append((("autoscaling", "min_nodes"), f"min_nodes {a.min_nodes} > max_nodes {a.max_nodes}"))
+        elif not a.min_nodes <= s.nodes <= a.max_nodes:
+            out.append((("nodes",), f"nodes {s.nodes} must be within autoscaling "
+                        f"min_nodes..max_nodes ({a.min_nodes}..{a.max_nodes})"))
+    kinds = STORAGE_BY_CLOUD[s.cloud]
+    if s.storage.kind not in kinds:
+        out.append((("storage", "kind"), f"{s.storage.kind!r} is not available on {s.cloud}; "
+                    f"choose one of {', '.join(kinds)}"))
+    elif s.storage.kind in SIZED_STORAGE and not s.storage.size:
+        out.append((("storage", "size"), f"required for storage kind {s.storage.kind} (e.g. 1.2TiB)"))
+    if s.cloud == "local":
+        for field in ("region", "instance_type", "gpu"):
+            if getattr(s, field):
+                out.append(((field,), "cloud: local runs on this machine and takes no "
+                            f"{field}; remove it"))
+        if s.interconnect.inter_node not in ("auto", "ethernet"):
+            out.append((("interconnect", "inter_node"), "cloud: local uses gloo over loopback; "
+                        "use auto or ethernet"))
+        return out
+    if not s.region:
+        out.append((("region",), f"required for cloud: {s.cloud} (e.g. {', '.join(cat.regions(s.cloud)[:3])})"))
+    if not s.job.image:
+        out.append((("job", "image"), "required for cloud clusters: the training image to pull"))
+    gpus = sorted(cat.gpus)
+    gpu = None
+    if s.gpu:
+        got = normalize_gpu(s.gpu, gpus)
+        if isinstance(got, str):
+            gpu = got
+        else:
+            hint = f" — did you mean {' or '.join(got)}?" if got else f"; known: {', '.join(gpus)}"
+            out.append((("gpu",), f"unknown GPU {s.gpu!r}{hint}"))
+    fabric = s.interconnect.inter_node
+    if s.instance_type:
+        inst = cat.instance(s.cloud, s.instance_type)
+        if inst is None:
+            names = cat.instance_types(s.cloud)
+            close = difflib.get_close_matches(s.instance_type, names, n=1, cutoff=0.5)
+            elsewhere = [o.cloud for o in cat.offers if o.instance_type == s.instance_type]
+            hint = (f" — did you mean {close[0]}?" if close else
+                    f"; it is a {elsewhere[0]} instance" if elsewhere else
+                    f"; known: {', '.join(names)}")
+            out.append((("instance_type",), f"{s.instance_type!r} is not a known {s.cloud} GPU "
+                        f"instance{hint}"))
+        else:
+            if gpu and gpu != inst.gpu:
+                out.append((("gpu",), f"{s.instance_type} has {inst.gpu}, not {gpu}"))
+            if s.gpus_per_node != inst.gpu_count:
+                out.append((("gpus_per_node",), f"{s.instance_type} has {inst.gpu_count} GPUs "
+                            f"per node, not {s.gpus_per_node}"))
+            if fabric not in ("auto", "ethernet", inst.fabric):
+                out.append((("interconnect", "inter_node"), f"{s.instance_type} has {inst.fabric}, "
+                            f"not {fabric}; use auto, {inst.fabric} or ethernet"))
+            if s.interconnect.intra_node == "nvlink" and inst.intra_node != "nvlink":
+                out.append((("interconnect", "intra_node"), f"{s.instance_type} has no NVLink (PCIe only)"))
+    else:
+        cands = [o for o in cat.offers if o.cloud == s.cloud and (gpu is None or o.gpu == gpu)]
+        if not s.gpu:
+            out.append((("gpu",), "give gpu (e.g. H100-80GB) or instance_type"))
+        elif gpu and not cands:
+            have = sorted({o.gpu for o in cat.offers if o.cloud == s.cloud})
+            out.append((("gpu",), f"no {s.cloud} instance offers {gpu}; {s.cloud} has {', '.join(have)}"))
+        elif gpu and s.gpus_per_node not in {o.gpu_count for o in cands}:
+            counts = sorted({o.gpu_count for o in cands})
+            out.append((("gpus_per_node",), f"{s.cloud} instances with {gpu} have "
+                        f"{' or '.join(map(str, counts))} GPUs, not {s.gpus_per_node}"))
+        if cands and fabric not in ("auto", "ethernet") and fabric not in {o.fabric for o in cands}:
+            have = sorted({o.fabric for o in cat.offers if o.cloud == s.cloud})
+            out.append((("interconnect", "inter_node"), f"{fabric} is not available on {s.cloud}"
+                        + (f" with {gpu}" if gpu else "") + f"; {s.cloud} has {', '.join(have)} or ethernet"))
+    return out
+
+
+# ---------------------------------------------------------------- loading and error text
+
+def _line_for(lines: dict, loc: tuple) -> int:
+    for i in range(len(loc), -1, -1):
+        if loc[:i] in lines:
+            return lines[loc[:i]]
+    return 1
+
+
+def _dotted(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    """Model classes reachable from an annotation (through Optional, list, dict, Annotated)."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _unwrap(get_args(tp)[0])
+    if origin in (Union, list, dict) or (origin and str(origin) == "types.UnionType"):
+        return [m for a in get_args(tp) for m in _unwrap(a)]
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [tp]
+    try:
+        import types
+        if isinstance(tp, types.UnionType):
+            return [m for a in get_args(tp) for m in _unwrap(a)]
+    except AttributeError:  # pragma: no cover
+        pass
+    return []
+
+
+def _fields_at(loc: tuple) -> list[str]:
+    models: list[type[BaseModel]] = [Spec]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        nxt = []
+        for m in models:
+            f = m.model_fields.get(part)
+            if f is not None:
+                nxt.extend(_unwrap(f.annotation))
+        models = nxt or models
+    return sorted({name for m in models for name in m.model_fields})
+
+
+def _message(err: dict) -> tuple[tuple, str]:
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        field = loc[-1] if loc else "?"
+        close = difflib.get_close_matches(str(field), _fields_at(loc[:-1]), n=1, cutoff=0.6)
+        hint = f" — did you mean {close[0]}?" if close else f" (allowed: {', '.join(_fields_at(loc[:-1]))})"
+        return loc, f"unknown field{hint}"
+    if kind == "missing":
+        return loc, "required field is missing"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        got = type(err.get("input")).__name__
+        got = {"list": "a list", "str": "a string", "NoneType": "nothing", "int": "a number",
+               "float": "a number", "bool": "a boolean"}.get(got, got)
+        return loc, f"expected a mapping of settings, got {got}"
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        choices = re.findall(r"'([^']*)'", expected)
+        close = difflib.get_close_matches(str(err.get("input")), choices, n=1, cutoff=0.5)
+        hint = f" — did you mean {close[0]}?" if close else ""
+        return loc, f"{err.get('input')!r} is not one of {', '.join(choices)}{hint}"
+    if kind == "too_short":
+        return loc, f"needs at least {err.get('ctx', {}).get('min_length', 1)} item(s)"
+    msg = err["msg"]
+    msg = msg.removeprefix("Value error, ")
+    if kind.endswith("_parsing") or kind.endswith("_type"):
+        msg = f"{msg} (got {err.get('input')!r})"[:200]
+    return loc, msg
+
+
+def _format(filename: str, lines: dict, problems: list[Problem]) -> list[str]:
+    out = sorted(((_line_for(lines, loc), _dotted(loc), msg) for loc, msg in problems))
+    return [f"{filename}:{line}: {path}: {msg}" for line, path, msg in out]
+
+
+def parse_spec(text: str, filename: str = "cluster.yaml", catalog=None) -> Spec:
+    """Validate YAML text into a Spec, raising SpecError with file:line: path: message lines."""
+    from reclaunch.yamlsrc import load_yaml
+
+    data, lines = load_yaml(text, filename)
+    if data is None:
+        raise SpecError(f"{filename}:1: empty file; a cluster.yaml needs at least name, cloud, "
+                        "job and model (see `reclaunch schema`)")
+    if not isinstance(data, dict):
+        raise SpecError(f"{filename}:1: expected a mapping of cluster settings, got "
+                        f"{type(data).__name__}")
+    bad_keys = [k for k in data if not isinstance(k, str)]
+    if bad_keys:
+        raise SpecError(f"{filename}:1: field names must be text, got {bad_keys[0]!r}")
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        problems = [_message(e) for e in exc.errors()]
+        raise SpecError(_format(filename, lines, problems)) from None
+    except (RecursionError, OverflowError, TypeError) as exc:  # belt and braces: never a traceback
+        raise SpecError(f"{filename}:1: cannot read this spec: {type(exc).__name__}") from None
+    spec._source, spec._lines = filename, lines
+    problems = cross_check(spec, catalog)
+    if problems:
+        raise SpecError(_format(filename, lines, problems))
+    return spec
+
+
+def load_spec(path: str | Path, catalog=None) -> Spec:
+    from reclaunch.yamlsrc import read_text
+
+    return parse_spec(read_text(path), str(path), catalog)
+
+
+def json_schema() -> dict:
+    schema = Spec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "reclaunch cluster.yaml"
+    return schema

@@ -1,0 +1,82 @@
+"""Counts and sizes as people write them: 1e6, 1_000_000, 4.2e9, "80GB", "100TiB"."""
+
+from __future__ import annotations
+
+import math
+import re
+
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*([KMGTPE]?)(i?)(B?)\s*$", re.I)
+_POW = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+
+COUNT_JSON_SCHEMA = {
+    "anyOf": [
+        {"type": "integer"},
+        {"type": "number"},
+        {"type": "string", "pattern": r"^\s*[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?\s*$"},
+    ]
+}
+SIZE_JSON_SCHEMA = {
+    "anyOf": [
+        {"type": "integer", "minimum": 0},
+        {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]*)?\s*([KMGTPEkmgtpe]i?)?[Bb]?\s*$",
+         "examples": ["80GB", "100TiB", "1.2TiB"]},
+    ]
+}
+
+
+def parse_count(value: object) -> int:
+    """An integral count. Floats and strings in e-notation are fine if they are whole."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        num = value
+    elif isinstance(value, str):
+        text = value.strip().replace("_", "")
+        if not text:
+            raise ValueError("expected a number, got an empty string")
+        try:
+            num = int(text) if text.isdigit() else float(text)
+        except ValueError:
+            raise ValueError(f"expected a number like 1000000, 1e6 or 1_000_000, got {value!r}") from None
+        if isinstance(num, int):
+            return num
+    else:
+        raise ValueError(f"expected a number, got {type(value).__name__}")
+    if not math.isfinite(num):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    if num != int(num):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    return int(num)
+
+
+def parse_size(value: object) -> int:
+    """Bytes. "80GB" is decimal (8e10), "80GiB" binary; a bare number is bytes."""
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as 100GiB, got a boolean")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"expected a non-negative size, got {value!r}")
+        return int(value)
+    if not isinstance(value, str):
+        raise ValueError(f"expected a size such as 100GiB, got {type(value).__name__}")
+    m = _SIZE.match(value)
+    if not m:
+        raise ValueError(f"expected a size such as 80GB, 1.2TiB or 500Gi, got {value!r}")
+    num, prefix, binary, _ = m.groups()
+    base = 1024 if binary else 1000
+    result = float(num) * base ** _POW[prefix.upper()]
+    if not math.isfinite(result):
+        raise ValueError(f"size {value!r} is too large")
+    return int(result)
+
+
+def human_bytes(n: float) -> str:
+    """Binary units, three significant figures: 255852544 -> '244 MiB'."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.3g} PiB"  # pragma: no cover

@@ -1,0 +1,85 @@
+"""Load YAML keeping the line of every key, so errors can say `cluster.yaml:7: field`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from reclaunch.errors import SpecError
+
+Path_t = tuple[str | int, ...]
+
+MAX_BYTES = 1 << 20  # a cluster.yaml is a few KB; anything past 1 MiB is not one
+
+
+def _walk(node: Any, path: Path_t, lines: dict[Path_t, int], filename: str, depth: int = 0) -> None:
+    import yaml
+
+    if depth > 50:
+        raise SpecError(f"{filename}:{node.start_mark.line + 1}: nesting deeper than 50 levels")
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            line = key_node.start_mark.line + 1
+            if key in seen and key != "<<":
+                dotted = ".".join(str(p) for p in (*path, key))
+                raise SpecError(f"{filename}:{line}: {dotted}: duplicate key "
+                                f"(first at line {seen[key]})")
+            seen[key] = line
+            lines[(*path, key)] = line
+            _walk(value_node, (*path, key), lines, filename, depth + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[(*path, i)] = item.start_mark.line + 1
+            _walk(item, (*path, i), lines, filename, depth + 1)
+
+
+def load_yaml(text: str, filename: str) -> tuple[Any, dict[Path_t, int]]:
+    """Parse one YAML document; returns (data, {key path: 1-based line})."""
+    import yaml
+
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None, {}
+            lines: dict[Path_t, int] = {(): node.start_mark.line + 1}
+            _walk(node, (), lines, filename)
+            data = loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f"{mark.line + 1}" if mark else "1"
+        what = (exc.problem or exc.context or "invalid YAML").strip()
+        raise SpecError(f"{filename}:{line}: YAML syntax error: {what}") from None
+    except yaml.YAMLError as exc:  # reader errors: control characters, bad encodings
+        first = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
+        raise SpecError(f"{filename}:1: not a YAML file: {first}") from None
+    except RecursionError:
+        raise SpecError(f"{filename}:1: YAML nested too deeply") from None
+    return data, lines
+
+
+def read_text(path: str | Path) -> str:
+    """Read a spec file as UTF-8 text, or a one-line SpecError saying why not."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise SpecError(f"{p}: is a directory, expected a cluster.yaml") from None
+    except OSError as exc:
+        raise SpecError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise SpecError(f"{p}:1: file is {len(raw)} bytes; a cluster.yaml is at most {MAX_BYTES}")
+    if b"\x00" in raw:
+        raise SpecError(f"{p}:1: binary data, not a YAML file")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(f"{p}:{line}: not UTF-8 text") from None
