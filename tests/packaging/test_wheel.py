@@ -1,0 +1,43 @@
+"""An installed wheel (not only the editable checkout) must carry every data file it needs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    proc = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return next(out.glob("reclaunch-*.whl"))
+
+
+def test_wheel_carries_data_files(wheel) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for needed in ("reclaunch/catalog/data/instances.csv", "reclaunch/catalog/data/gpus.csv",
+                   "reclaunch/catalog/data/meta.yaml"):
+        assert needed in names
+    # Every data file in the source tree of the package ships.
+    for path in (ROOT / "reclaunch").rglob("*"):
+        if path.suffix in {".csv", ".yaml", ".json"}:
+            assert str(path.relative_to(ROOT)) in names, path
+
+
+def test_wheel_runs_from_itself(wheel, tmp_path) -> None:
+    # Import from the wheel file alone (zipimport), outside the checkout.
+    code = ("import reclaunch, sys; from reclaunch.catalog import bundled_catalog; "
+            "from reclaunch.spec import json_schema; "
+            "assert reclaunch.__file__.startswith(sys.argv[1]), reclaunch.__file__; "
+            "print(len(bundled_catalog().offers), json_schema()['title'])")
+    proc = subprocess.run([sys.executable, "-c", code, str(wheel)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": str(wheel), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert "reclaunch cluster.yaml" in proc.stdout
