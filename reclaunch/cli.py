@@ -115,6 +115,70 @@ def catalog(ctx: click.Context, cloud, gpu, region, as_json) -> None:
         _console().print(offers_table(rows, cat))
 
 
+# ------------------------------------------------------------------ plan / render
+
+def _load(file: str):
+    from reclaunch.catalog import load_catalog
+    from reclaunch.spec import load_spec
+
+    catalog = load_catalog()
+    return load_spec(file, catalog), catalog
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--compare", is_flag=True, help="Rank every catalog offer that can run the job by whole-job cost.")
+@click.option("--same-cloud", is_flag=True, help="With --compare: only the spec's cloud.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout (design.md contract).")
+def plan(file: str, compare: bool, same_cloud: bool, as_json: bool) -> None:
+    """Before any money is spent: fit, parallelism, throughput, all-reduce time and cost.
+
+    Exits 1 (after printing the plan) when the model cannot fit the cluster.
+    """
+    from reclaunch import planner
+
+    spec, catalog = _load(file)
+    if same_cloud and not compare:
+        raise UsageError("--same-cloud goes with --compare")
+    the_plan = planner.make_plan(spec, catalog)
+    rows = planner.compare(spec, catalog, same_cloud=same_cloud) if compare else None
+    if as_json:
+        out = the_plan.to_json()
+        if rows is not None:
+            out["compare"] = [r.to_json() for r in rows]
+        _emit_json(out)
+    else:
+        console = _console()
+        console.print(planner.render_plan(the_plan))
+        if rows is not None:
+            console.print(planner.render_compare(rows))
+    if not the_plan.memory.fits:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="Write one file per object into this directory instead of stdout.")
+def render(file: str, out_dir: str | None) -> None:
+    """Kubernetes manifests for the job (Namespace, plan ConfigMap, storage, PyTorchJob)."""
+    from pathlib import Path
+
+    from reclaunch import planner
+    from reclaunch.render import file_name, render as render_plan, to_yaml
+
+    spec, catalog = _load(file)
+    objs = render_plan(planner.make_plan(spec, catalog))
+    if not out_dir:
+        click.echo(to_yaml(objs), nl=False)
+        return
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for i, obj in enumerate(objs):
+        (out / file_name(i, obj)).write_text(to_yaml([obj]))
+    click.echo(f"wrote {len(objs)} files to {out}", err=True)
+
+
 # ------------------------------------------------------------------ entry point
 
 def main(argv: list[str] | None = None) -> None:
