@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import shlex
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -125,6 +126,10 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     if req.exit_file:
         env["RECLAUNCH_EXIT_FILE"] = req.exit_file
     command, args = _launcher(list(spec.job.command), list(spec.job.args))
+    if req.exit_file:
+        # TCPX's sidecar runs until this file appears; without it the pod never completes.
+        script = f"trap 'touch {shlex.quote(req.exit_file)}' EXIT\n{shlex.join([*command, *args])}"
+        command, args = ["/bin/sh", "-c", script], []
     container: dict[str, Any] = {
         "name": "pytorch",                      # the operator looks for this name
         # cloud: local needs no image; rendering it shows the cluster job with the image that

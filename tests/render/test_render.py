@@ -168,3 +168,14 @@ def test_render_cli_stdout_and_out_dir(tmp_path: Path) -> None:
     files = sorted(p.name for p in (tmp_path / "m").iterdir())
     assert files == ["00-namespace-reclaunch.yaml", "01-configmap-criteo-deepfm-plan.yaml",
                      "02-pytorchjob-criteo-deepfm.yaml"]
+
+
+def test_tcpx_command_touches_the_exit_file() -> None:
+    plan = plan_for("gcp-dcnv2-a3mega", ("instance_type: a3-megagpu-8g", "instance_type: a3-highgpu-8g"),
+                    ("inter_node: tcpxo", "inter_node: tcpx"))
+    job = job_of(render(plan))
+    c = container(job, "Master")
+    assert c["command"][:2] == ["/bin/sh", "-c"] and "trap 'touch" in c["command"][2]
+    assert "torchrun /app/train.py --model dcnv2" in c["command"][2]
+    if CRD_PATH.is_file():
+        validate_pytorchjob(job)

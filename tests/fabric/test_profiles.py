@@ -1,0 +1,217 @@
+"""Per-fabric profiles: the table's facts and the API a renderer and the planner use."""
+
+import json
+
+import pytest
+
+from reclaunch.catalog import bundled_catalog
+from reclaunch.errors import PlanError
+from reclaunch.fabric import (PROFILES, FabricProfile, get_profile, nccl_env, pod_requirements,
+                              profile_for)
+
+EFA = "vpc.amazonaws.com/efa"
+
+
+@pytest.mark.parametrize("instance,devices,name", [
+    ("p4d.24xlarge", 4, "efa-p4"), ("p4de.24xlarge", 4, "efa-p4"),
+    ("p5.48xlarge", 32, "efa-p5"), ("p5e.48xlarge", 32, "efa-p5"),
+    ("p5en.48xlarge", 16, "efa-p5en"),
+    ("g5.12xlarge", 1, "efa-g"), ("g6e.12xlarge", 1, "efa-g"), ("g6e.48xlarge", 4, "efa-g"),
+])
+def test_efa_devices_per_instance(instance, devices, name):
+    prof = profile_for("aws", instance)
+    req = pod_requirements(prof, "demo", 8)
+    assert prof.name == name and prof.fabric == "efa"
+    assert req.resources[EFA] == devices
+    assert req.resources["hugepages-2Mi"] == "5120Mi"
+    assert req.resources["nvidia.com/gpu"] == 8
+    assert prof.transport == "NET/OFI"
+
+
+def test_efa_env_follows_vendor():
+    p5 = nccl_env(profile_for("aws", "p5.48xlarge"))
+    assert p5["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    assert p5["NCCL_TUNER_PLUGIN"] == "libnccl-ofi-tuner.so"
+    for obsolete in ("FI_PROVIDER", "NCCL_PROTO", "RDMAV_FORK_SAFE", "FI_EFA_FORK_SAFE",
+                     "NCCL_TOPO_FILE"):
+        assert obsolete not in p5
+    assert "NCCL_TUNER_PLUGIN" not in nccl_env(profile_for("aws", "p4d.24xlarge"))
+    assert "FI_EFA_USE_DEVICE_RDMA" not in nccl_env(profile_for("aws", "g5.48xlarge"))
+
+
+@pytest.mark.parametrize("instance,name,topo", [
+    ("Standard_ND96asr_v4", "azure-ib-v4", "/opt/microsoft/ndv4-topo.xml"),
+    ("Standard_ND96amsr_A100_v4", "azure-ib-v4", "/opt/microsoft/ndv4-topo.xml"),
+    ("Standard_ND96isr_H100_v5", "azure-ib-v5", "/opt/microsoft/ndv5-topo.xml"),
+])
+def test_azure_nd_gets_ib_and_ipc_lock(instance, name, topo):
+    prof = profile_for("azure", instance)
+    req = pod_requirements(prof, "demo", 8)
+    env = nccl_env(prof)
+    assert prof.name == name and prof.transport == "NET/IB"
+    assert req.resources["rdma/ib"] == 8
+    assert "IPC_LOCK" in req.capabilities
+    assert env["NCCL_TOPO_FILE"] == topo and env["NCCL_IB_PCI_RELAXED_ORDERING"] == "1"
+    assert "NCCL_IB_HCA" not in env
+    assert ("NCCL_IGNORE_CPU_AFFINITY" in env) == (name == "azure-ib-v5")
+    host_paths = {v["hostPath"]["path"] for v in req.volumes if "hostPath" in v}
+    assert "/opt/microsoft" in host_paths
+    assert any(m["mountPath"] == "/opt/microsoft" for m in req.volume_mounts)
+
+
+def _interfaces(req):
+    return json.loads(req.annotations["networking.gke.io/interfaces"])
+
+
+def test_a3_mega_tcpxo():
+    prof = profile_for("gcp", "a3-megagpu-8g")
+    req = pod_requirements(prof, "criteo", 8)
+    nics = [i for i in _interfaces(req) if i["network"] != "default"]
+    assert [i["interfaceName"] for i in nics] == [f"eth{i}" for i in range(1, 9)]
+    assert all(i["network"].startswith("criteo-") for i in nics)
+    assert len({i["network"] for i in nics}) == 8
+    assert req.annotations["networking.gke.io/default-interface"] == "eth0"
+    devices = req.annotations["devices.gke.io/container.tcpxo-daemon"]
+    for d in [f"/dev/nvidia{i}" for i in range(8)] + ["/dev/nvidiactl", "/dev/nvidia-uvm",
+                                                     "/dev/dmabuf_import_helper"]:
+        assert f"- path: {d}\n" in devices
+    (daemon,) = req.init_containers
+    assert daemon["name"] == "tcpxo-daemon" and daemon["restartPolicy"] == "Always"
+    assert ":v" in daemon["image"]  # pinned, never :latest
+    assert {"NET_ADMIN", "NET_BIND_SERVICE"} <= set(daemon["securityContext"]["capabilities"]["add"])
+    host_paths = {v["hostPath"]["path"] for v in req.volumes if "hostPath" in v}
+    assert {"/dev/aperture_devices", "/home/kubernetes/bin/nvidia"} <= host_paths
+    env = nccl_env(prof)
+    assert env["NCCL_FASTRAK_IFNAME"] == ",".join(f"eth{i}" for i in range(1, 9))
+    assert env["NCCL_NVLSTREE_MAX_CHUNKSIZE"] == "131072"
+    assert prof.transport == "NET/FasTrak" and req.sidecars == []
+
+
+def test_a3_high_tcpx_sidecar():
+    prof = profile_for("gcp", "a3-highgpu-8g")
+    req = pod_requirements(prof, "criteo", 8)
+    assert [i["interfaceName"] for i in _interfaces(req) if i["network"] != "default"] == [
+        "eth1", "eth2", "eth3", "eth4"]
+    (daemon,) = req.sidecars
+    assert daemon["name"] == "tcpx-daemon" and "tcpgpudmarxd" in daemon["image"]
+    assert "NET_ADMIN" in daemon["securityContext"]["capabilities"]["add"]
+    assert any(m["mountPath"] == "/run/tcpx" for m in daemon["volumeMounts"])
+    assert any(m["mountPath"] == "/run/tcpx" for m in req.volume_mounts)
+    assert req.exit_file and req.exit_file in daemon["command"][-1]
+    assert nccl_env(prof)["NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX"] == "/run/tcpx"
+    assert prof.transport == "NET/GPUDirectTCPX"
+
+
+def test_a3_ultra_gib():
+    prof = profile_for("gcp", "a3-ultragpu-8g")
+    req = pod_requirements(prof, "criteo", 8)
+    rdma = [i for i in _interfaces(req) if "-rdma-" in i["network"]]
+    assert [i["interfaceName"] for i in rdma] == [f"eth{i}" for i in range(2, 10)]
+    assert [i["network"] for i in rdma] == [f"criteo-rdma-{i}" for i in range(8)]
+    assert any(v.get("hostPath", {}).get("path") == "/home/kubernetes/bin/gib" for v in req.volumes)
+    assert nccl_env(prof)["NCCL_NET"] == "gIB" and prof.transport == "NET/gIB"
+
+
+@pytest.mark.parametrize("cloud,instance", [("gcp", "a2-highgpu-8g"), ("gcp", "g2-standard-96"),
+                                            ("azure", "Standard_NC96ads_A100_v4")])
+def test_plain_ethernet(cloud, instance):
+    prof = profile_for(cloud, instance)
+    req = pod_requirements(prof, "demo", 8)
+    assert prof.name == "ethernet" and prof.transport == "NET/Socket" and prof.warning is None
+    assert set(req.resources) == {"nvidia.com/gpu"} and not req.sidecars and not req.annotations
+
+
+def test_local_is_gloo():
+    prof = profile_for("local", None)
+    assert prof.name == "local-gloo" and prof.transport is None
+    assert pod_requirements(prof, "demo", 0).resources == {}
+
+
+def test_explicit_ethernet_on_rdma_instance_warns():
+    prof = profile_for("aws", "p5.48xlarge", "ethernet")
+    assert prof.name == "ethernet" and "efa" in prof.warning
+    assert prof.intra_node_busbw_gbs == profile_for("aws", "p5.48xlarge").intra_node_busbw_gbs
+    assert "vpc.amazonaws.com/efa" not in pod_requirements(prof, "d", 8).resources
+
+
+def test_explicit_fabric_honoured_and_checked():
+    assert profile_for("aws", "p5.48xlarge", "efa").name == "efa-p5"
+    with pytest.raises(PlanError, match="has efa"):
+        profile_for("aws", "p5.48xlarge", "infiniband")
+    with pytest.raises(PlanError, match="unknown interconnect"):
+        profile_for("aws", "p5.48xlarge", "myrinet")
+
+
+def test_unknown_instance_falls_back_to_ethernet_with_warning():
+    prof = profile_for("aws", "x9.huge")
+    assert prof.name == "ethernet" and "no fabric profile" in prof.warning
+    assert prof.intra_node_busbw_gbs > 0
+
+
+def test_every_catalog_offer_resolves_to_its_fabric():
+    cat = bundled_catalog()
+    for o in cat.offers:
+        prof = profile_for(o.cloud, o.instance_type, "auto", cat)
+        assert prof.fabric == o.fabric, o.instance_type
+        assert prof.warning is None
+        assert prof.intra_node_busbw_gbs > 0 and prof.inter_node_busbw_gbs > 0
+
+
+def test_catalog_row_overrides_family_prefix():
+    class Cat:
+        def instance(self, cloud, it):
+            return type("O", (), {"fabric": "ethernet"})()
+    prof = profile_for("aws", "g5.xlarge", "auto", Cat())
+    assert prof.name == "ethernet" and prof.warning is None
+
+
+@pytest.mark.parametrize("prof", PROFILES, ids=lambda p: p.name)
+def test_no_profile_forces_nccl_algo(prof: FabricProfile):
+    assert "NCCL_ALGO" not in prof.env and "NCCL_ALGO" not in prof.pod_env
+    assert "NCCL_ALGO" not in nccl_env(prof) and "NCCL_ALGO" not in nccl_env(prof, debug="INFO")
+    for c in (*prof.sidecars, *prof.init_containers):
+        assert all(e["name"] != "NCCL_ALGO" for e in c.get("env", []))
+
+
+@pytest.mark.parametrize("prof", PROFILES, ids=lambda p: p.name)
+def test_every_profile_has_source_date_and_figures(prof: FabricProfile):
+    assert prof.source and prof.date == "2026-11"
+    assert prof.threshold_basis and prof.notes
+    assert prof.members and prof.inter_node_busbw_gbs > 0
+    if prof.measured_2node_busbw_gbs is None and prof.fabric != "gloo":
+        assert "not measured" in prof.notes
+    if prof.fabric not in ("gloo", "ethernet"):
+        assert prof.busbw_threshold_gbs > 0 and prof.fallback_fix and prof.transport
+        # at scale, never more than the link: 2-node figures can exceed it
+        assert prof.inter_node_busbw_gbs <= prof.link_gbps / 8
+
+
+def test_thresholds_from_measured_table():
+    assert get_profile("efa-p5").busbw_threshold_gbs == pytest.approx(0.8 * 437.8, abs=0.05)
+    assert get_profile("efa-p4").busbw_threshold_gbs == pytest.approx(0.8 * 78.3, abs=0.05)
+    assert get_profile("azure-ib-v4").busbw_threshold_gbs == 180.0
+    assert get_profile("gcp-tcpxo").busbw_threshold_gbs == pytest.approx(0.8 * 188.5, abs=0.05)
+    assert get_profile("gcp-tcpx").busbw_threshold_gbs == pytest.approx(0.8 * 50, abs=0.05)
+    assert get_profile("ethernet").busbw_threshold_gbs < 5
+
+
+def test_user_env_wins_and_debug_switch():
+    prof = profile_for("gcp", "a3-megagpu-8g")
+    env = nccl_env(prof, {"NCCL_BUFFSIZE": "4194304", "NCCL_ALGO": "Ring", "MY_VAR": "1"})
+    assert env["NCCL_BUFFSIZE"] == "4194304" and env["MY_VAR"] == "1"
+    assert env["NCCL_ALGO"] == "Ring"      # only because the user asked
+    assert env["NCCL_DEBUG"] == "WARN"
+    assert nccl_env(prof, debug="INFO")["NCCL_DEBUG"] == "INFO"
+    assert nccl_env(prof, debug="info")["NCCL_DEBUG_SUBSYS"] == "INIT,NET,ENV"
+    assert nccl_env(prof, {"NCCL_DEBUG": "TRACE"}, debug="INFO")["NCCL_DEBUG"] == "TRACE"
+    with pytest.raises(PlanError):
+        nccl_env(prof, debug="LOUD")
+
+
+def test_pod_requirements_are_fresh_copies():
+    prof = profile_for("gcp", "a3-megagpu-8g")
+    req = pod_requirements(prof, "a", 8)
+    req.init_containers[0]["volumeMounts"].append({"name": "x", "mountPath": "/x"})
+    req.resources["cpu"] = 1
+    again = pod_requirements(prof, "a", 8)
+    assert len(again.init_containers[0]["volumeMounts"]) == 3 and "cpu" not in again.resources
