@@ -1,0 +1,221 @@
+"""make_plan: Spec (+ catalog offer, node count) -> Plan. Pure and offline."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from reclaunch.errors import PlanError
+from reclaunch.planner import cost as costmod
+from reclaunch.planner.constants import constants
+from reclaunch.planner.memory import GIB, plan_memory
+from reclaunch.planner.model import Plan
+from reclaunch.planner.perf import Hardware, step_time
+
+
+def _host_ram_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return int(constants()["local"]["fallback_ram_gib"] * GIB)
+
+
+def candidate_offers(spec, catalog):
+    """Offers matching spec.cloud/gpu/gpus_per_node/region; PlanError naming what exists."""
+    from reclaunch.catalog import offers
+    from reclaunch.spec import normalize_gpu
+
+    gpu = None
+    if spec.gpu:
+        got = normalize_gpu(spec.gpu, sorted(catalog.gpus))
+        gpu = got if isinstance(got, str) else spec.gpu
+    rows = offers(catalog, cloud=spec.cloud, gpu=gpu, instance_type=spec.instance_type)
+    rows = [o for o in rows if o.gpu_count == spec.gpus_per_node]
+    if not rows:
+        what = spec.instance_type or f"{spec.gpus_per_node} x {gpu or 'GPU'}"
+        raise PlanError(f"no {spec.cloud} offer in the catalog for {what}",
+                        hint="run `reclaunch catalog` to see what exists")
+    if spec.region:
+        here = [o for o in rows if o.region == spec.region]
+        if not here:
+            known = sorted({o.region for o in rows})
+            raise PlanError(
+                f"{spec.where('region')}: no catalog row for {rows[0].instance_type if spec.instance_type else 'a matching instance'} "
+                f"in {spec.region}; known regions: {', '.join(known)}",
+                hint="pick one of those or run `reclaunch catalog refresh --region " + spec.region + "`")
+        rows = here
+    return rows
+
+
+def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str, dict, int, float | None]:
+    """(Hardware, fabric name, nccl env, capacity bytes per GPU, gpu_memory_gib)."""
+    c = constants()
+    perf = c["perf"]
+    if offer is None:  # cloud: local — CPU processes over gloo, clearly rough constants
+        loc = c["local"]
+        world = spec.nodes * spec.gpus_per_node
+        cap = _host_ram_bytes() // max(world, 1)
+        hw = Hardware(hbm_gbs=loc["memory_gbs_per_process"], peak_tflops=loc["cpu_gflops_per_process"] / 1e3,
+                      utilisation=loc["dense_utilisation"], intra_gbs=loc["gloo_gbs"], inter_gbs=loc["gloo_gbs"])
+        return hw, loc["fabric"], {}, cap, None
+    gpu = catalog.gpu(offer.gpu)
+    fabric, env, intra, inter = _fabric(spec, offer, catalog, warnings)
+    hw = Hardware(hbm_gbs=gpu.hbm_tbps * 1e3 * perf["hbm_efficiency"],
+                  peak_tflops=gpu.peak_tflops(spec.job.precision),
+                  utilisation=perf["dense_utilisation"][spec.job.precision],
+                  intra_gbs=intra, inter_gbs=inter)
+    return hw, fabric, env, int(offer.gpu_memory_gib * GIB), offer.gpu_memory_gib
+
+
+def _fabric(spec, offer, catalog, warnings):
+    try:
+        from reclaunch import fabric as fab
+    except ImportError:
+        fab = None
+    if fab is not None:
+        prof = fab.profile_for(offer.cloud, offer.instance_type, _inter_node(spec, offer), catalog)
+        if prof.warning:
+            warnings.append(prof.warning)
+        env = fab.nccl_env(prof, spec.nccl.env, debug=spec.nccl.debug)
+        return prof.name, env, float(prof.intra_node_busbw_gbs), float(prof.inter_node_busbw_gbs)
+    fb = constants()["fabric_fallback"]
+    want = _inter_node(spec, offer)
+    name = offer.fabric if want == "auto" else want
+    intra = fb["intra_node_busbw_gbs"].get(offer.nvlink or "pcie", fb["intra_node_busbw_gbs"]["pcie"])
+    return name, dict(spec.nccl.env), float(intra), float(fb["inter_node_busbw_gbs"][name])
+
+
+def _inter_node(spec, offer) -> str:
+    """The spec's inter_node where it applies to this offer (compare crosses clouds)."""
+    want = spec.interconnect.inter_node
+    return want if want in ("auto", "ethernet", offer.fabric) else "auto"
+
+
+def make_plan(spec, catalog=None, offer=None, nodes: int | None = None) -> Plan:
+    """The plan for `spec` (optionally on a given catalog `offer` and node count)."""
+    from reclaunch.catalog import load_catalog
+
+    cat = catalog if catalog is not None else load_catalog()
+    if spec.cloud != "local" and offer is None:
+        rows = candidate_offers(spec, cat)
+        if len(rows) == 1 or spec.instance_type:
+            offer = rows[0]
+        else:
+            return _cheapest([make_plan(spec, cat, o, nodes) for o in rows], spec.spot.enabled)
+    return _build(spec, cat, offer, nodes or spec.nodes)
+
+
+def _cheapest(plans: list[Plan], spot: bool) -> Plan:
+    def key(p: Plan):
+        usd = costmod.headline_usd(p.cost, spot)
+        return (not p.memory.fits, usd is None, usd or 0.0)
+    best = min(plans, key=key)
+    best.constants["picked_from"] = [p.instance_type for p in plans]
+    return best
+
+
+def _build(spec, cat, offer, nodes: int) -> Plan:
+    c = constants()
+    warnings: list[str] = []
+    gpn = offer.gpu_count if offer is not None else spec.gpus_per_node
+    hw, fabric, env, cap, gpu_gib = _hardware(spec, offer, cat, warnings)
+    world = nodes * gpn
+    mres = plan_memory(spec, cap, world)
+    mem = mres.memory
+    warnings.extend(mres.notes)
+    if not mem.fits:
+        short = (mem.total_bytes_per_gpu - mem.capacity_bytes_per_gpu) / GIB
+        need = (f"needs {mem.gpus_needed} GPUs, the cluster has {world}" if mem.gpus_needed
+                else "the dense part alone exceeds one GPU")
+        warnings.append(f"does not fit: {mem.total_bytes_per_gpu / GIB:.1f} GiB per GPU of "
+                        f"{mem.capacity_bytes_per_gpu / GIB:.1f} GiB ({short:.1f} GiB short); {need}")
+    step, comm, thr = step_time(spec, hw, mres, nodes, gpn)
+    if mem.parallelism == "data" and world > 1 and spec.model.sharding == "auto" \
+            and step.exposed_comm_seconds > 0.5 * step.total_seconds:
+        _sharding_hint(spec, hw, cap, nodes, gpn, thr, step, warnings)
+    samples = spec.job.dataset.samples * spec.job.dataset.epochs
+    hours = samples / thr / 3600.0
+    cost = costmod.job_cost(spec, offer, nodes, hours, warnings)
+    workers = _workers(spec, offer, gpn, warnings)
+    if offer is not None and offer.ram_gib < c["checks"]["host_ram_min_x_gpu_memory"] * offer.gpu_memory_gib:
+        warnings.append(f"host RAM {offer.ram_gib:g} GiB is below {c['checks']['host_ram_min_x_gpu_memory']}x "
+                        f"GPU memory ({offer.gpu_memory_gib:g} GiB): dataloaders may swap")
+    if spec.budget.max_usd is not None:
+        est = costmod.headline_usd(cost, spec.spot.enabled)
+        if est is not None and est > spec.budget.max_usd:
+            warnings.append(f"estimated {est:,.0f} USD exceeds budget.max_usd {spec.budget.max_usd:,.0f} "
+                            f"({spec.where('budget', 'max_usd')}); `up` will refuse without --force")
+    cloud = offer.cloud if offer is not None else spec.cloud
+    rate, rate_src = costmod.reclaim_rate(spec, cloud)
+    consts = {
+        "planner_data_version": c["version"],
+        "catalog_version": cat.version,
+        "gpu": (cat.gpu(offer.gpu).__dict__ if offer is not None else
+                {"cpu_gflops_per_process": c["local"]["cpu_gflops_per_process"],
+                 "memory_gbs_per_process": c["local"]["memory_gbs_per_process"],
+                 "source": c["local"]["source"]}),
+        "hbm_gbs_effective": hw.hbm_gbs, "peak_tflops": hw.peak_tflops,
+        "dense_utilisation": hw.utilisation, "hbm_efficiency": c["perf"]["hbm_efficiency"],
+        "step_overhead_seconds": c["perf"]["step_overhead_seconds"],
+        "intra_node_busbw_gbs": hw.intra_gbs, "inter_node_busbw_gbs": hw.inter_gbs,
+        "alltoall_efficiency": {"intra": c["perf"]["alltoall_efficiency_intra"],
+                                "inter": c["perf"]["alltoall_efficiency_inter"]},
+        "overlap": c["perf"]["overlap"],
+        "dense_params": mres.dense.params, "dense_flops_per_sample_fwd": mres.dense.flops_fwd,
+        "dense_layers": mres.dense.layers, "interaction": mres.dense.interaction,
+        "reserve": {k: c["memory"][k] for k in ("reserve_hbm_fraction", "reserve_dense_multiplier",
+                                                 "reserve_input_multiplier")},
+        "data_parallel_max_embedding_fraction": c["memory"]["data_parallel_max_embedding_fraction"],
+        "reclaim_rate_per_node_hour": rate, "reclaim_rate_source": rate_src,
+        "control_plane_usd_per_hour": c["control_plane_usd_per_hour"].get(cloud, 0.0),
+        "storage_usd_per_gb_month": costmod.storage_rate(spec.storage.kind, cloud),
+        "sources": {"memory": c["memory"]["source"], "perf": c["perf"]["source"],
+                    "spot": c["spot"]["source"], "control_plane": c["control_plane_source"],
+                    "storage": c["storage_source"],
+                    "price": offer.source if offer is not None else None},
+    }
+    if offer is None:
+        consts["note"] = "cloud: local: CPU processes over gloo; throughput is a rough CPU constant"
+    return Plan(
+        spec=spec, cloud=cloud, region=offer.region if offer else spec.region,
+        zones=list(spec.zones), instance_type=offer.instance_type if offer else None, offer=offer,
+        nodes=nodes, min_nodes=min(spec.min_nodes, nodes), max_nodes=max(spec.max_nodes, nodes),
+        gpus_per_node=gpn, gpu=offer.gpu if offer else None, gpu_memory_gib=gpu_gib,
+        fabric=fabric, nccl_env=env, memory=mem, comm=comm, step=step,
+        throughput_samples_per_second=thr, duration_hours=hours, cost=cost,
+        spot=spec.spot.enabled, dataloader_workers=workers, warnings=warnings, constants=consts)
+
+
+def _sharding_hint(spec, hw, cap, nodes, gpn, thr, step, warnings) -> None:
+    """Data-parallel tables are all-reduced every step; say when sharding them is faster."""
+    model = spec.model.model_copy(update={"sharding": "table_wise"})
+    alt_spec = spec.model_copy(update={"model": model})
+    alt = plan_memory(alt_spec, cap, nodes * gpn)
+    if not alt.memory.fits:
+        return
+    _, _, alt_thr = step_time(alt_spec, hw, alt, nodes, gpn)
+    if alt_thr > 1.3 * thr:
+        warnings.append(f"the data-parallel embedding all-reduce takes {step.allreduce_seconds * 1e3:.1f} "
+                        f"of {step.total_seconds * 1e3:.1f} ms per step: model.sharding: table_wise "
+                        f"would be ~{alt_thr / thr:.1f}x faster ({spec.where('model')})")
+
+
+def _workers(spec, offer, gpn: int, warnings: list[str]) -> int:
+    vcpus = offer.vcpus if offer is not None else (os.cpu_count() or 2)
+    per_proc = max(0, vcpus // max(gpn if offer is not None else spec.nodes * gpn, 1) - 1)
+    default = min(constants()["checks"]["max_default_workers"], per_proc)
+    want = spec.job.num_workers
+    if want is not None and want * gpn > vcpus:
+        warnings.append(f"job.num_workers {want} x {gpn} processes = {want * gpn} > {vcpus} vCPUs per node")
+    return want if want is not None else default
+
+
+def over_budget(plan: Plan) -> bool:
+    cap = plan.spec.budget.max_usd
+    est = costmod.headline_usd(plan.cost, plan.spot)
+    return cap is not None and est is not None and est > cap
+
+
+def gpus_for(spec, offer) -> int:
+    """Nodes needed on `offer`: at least the spec's GPU count, rounded up to whole nodes."""
+    return max(1, math.ceil(spec.nodes * spec.gpus_per_node / offer.gpu_count))

@@ -1,0 +1,113 @@
+"""Whole-job cost: instances (on-demand, spot with expected reclaims and P50/P90),
+managed Kubernetes control plane and storage. Per-cloud constants are data (planner.yaml)."""
+
+from __future__ import annotations
+
+import math
+
+from reclaunch.planner.constants import constants
+from reclaunch.planner.model import Cost
+
+GIB = 1 << 30
+
+
+def poisson_quantile(mean: float, q: float) -> int:
+    """Smallest k with P(K <= k) >= q for K ~ Poisson(mean); deterministic, no RNG."""
+    if mean <= 0:
+        return 0
+    k, p = 0, math.exp(-mean)
+    cdf = p
+    if p == 0.0:  # huge means: normal approximation is plenty for a cost band
+        z = {0.5: 0.0, 0.9: 1.2816}.get(q, 1.2816)
+        return max(0, int(math.ceil(mean + z * math.sqrt(mean) - 0.5)))
+    while cdf < q and k < 100_000:
+        k += 1
+        p *= mean / k
+        cdf += p
+    return k
+
+
+def reclaim_rate(spec, cloud: str | None = None) -> tuple[float, str]:
+    if spec.spot.reclaim_rate_per_node_hour is not None:
+        return float(spec.spot.reclaim_rate_per_node_hour), "spec.spot.reclaim_rate_per_node_hour"
+    c = constants()["spot"]
+    return float(c["reclaim_rate_per_node_hour"].get(cloud or spec.cloud, 0.0)), c["source"]
+
+
+def storage_rate(kind: str, cloud: str) -> float:
+    v = constants()["storage_usd_per_gb_month"].get(kind, 0.0)
+    return float(v.get(cloud, 0.0) if isinstance(v, dict) else v)
+
+
+def line_items(spec, hours: float, cloud: str | None = None) -> tuple[float, float]:
+    """(control plane USD, storage USD) for a job of `hours` on `cloud` (default spec.cloud)."""
+    c = constants()
+    cloud = cloud or spec.cloud
+    cp = float(c["control_plane_usd_per_hour"].get(cloud, 0.0)) * hours
+    size_gib = (spec.storage.size or 0) / GIB
+    months = hours / float(c["spot"]["hours_per_month"])
+    return cp, storage_rate(spec.storage.kind, cloud) * size_gib * months
+
+
+def spot_hours(spec, nodes: int, hours: float, cloud: str | None = None) -> tuple[float, float, float]:
+    """(expected reclaims, hours lost per reclaim, mean total hours).
+
+    Each reclaim stalls the whole cluster for the restart and redoes, on average, half a
+    checkpoint interval. Lost time itself can be reclaimed, hence the geometric sum."""
+    rate, _ = reclaim_rate(spec, cloud)
+    loss_h = (spec.spot.restart_minutes + spec.job.checkpoint.every_minutes / 2.0) / 60.0
+    lam = rate * nodes                      # reclaims per wall-clock hour of the cluster
+    x = lam * loss_h
+    total = hours / (1.0 - x) if x < 0.95 else hours * 20.0
+    return lam * total, loss_h, total
+
+
+def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str]) -> Cost:
+    cloud = offer.cloud if offer is not None else spec.cloud
+    cp, storage = line_items(spec, hours, cloud)
+    od_h = offer.on_demand_usd * nodes if offer and offer.on_demand_usd is not None else None
+    sp_h = offer.spot_usd * nodes if offer and offer.spot_usd is not None else None
+    if offer is None:             # cloud: local costs nothing
+        od_h = sp_h = 0.0
+    od_total = od_h * hours + cp + storage if od_h is not None else None
+    sp_total = p50 = p90 = None
+    reclaims = 0.0
+    if sp_h is not None:
+        reclaims, loss_h, mean_h = spot_hours(spec, nodes, hours, cloud)
+        extra_cp, extra_st = line_items(spec, mean_h - hours, cloud)
+        sp_total = sp_h * mean_h + cp + storage + extra_cp + extra_st
+        rate, _ = reclaim_rate(spec, cloud)
+        lam = rate * nodes * hours
+        per_h = sp_h + (extra_cp + extra_st) / max(mean_h - hours, 1e-12) if mean_h > hours else sp_h
+        q = constants()["spot"]
+        p50 = sp_h * hours + cp + storage + poisson_quantile(lam, q["p50_quantile"]) * loss_h * per_h
+        p90 = sp_h * hours + cp + storage + poisson_quantile(lam, q["p90_quantile"]) * loss_h * per_h
+    elif spec.spot.enabled and offer is not None:
+        warnings.append(f"no spot price for {offer.instance_type} in {offer.region}: spot cost "
+                        "unknown (run `reclaunch catalog refresh`)")
+    if offer is not None:
+        if od_h is None:
+            warnings.append(f"no on-demand price for {offer.instance_type} in {offer.region}")
+        if spec.spot.enabled and spec.spot.max_price is not None and offer.spot_usd is not None \
+                and spec.spot.max_price < offer.spot_usd:
+            warnings.append(f"spot.max_price {spec.spot.max_price:g} USD/h is below the spot price "
+                            f"{offer.spot_usd:g} USD/h of {offer.instance_type}: nodes may never start")
+        if offer.is_stale():
+            warnings.append(f"prices for {offer.instance_type} in {offer.region} are from "
+                            f"{offer.price_as_of.isoformat()} ({offer.age_days()} days old): run "
+                            "`reclaunch catalog refresh`")
+    return Cost(
+        on_demand_usd_per_hour=od_h, spot_usd_per_hour=sp_h, on_demand_total_usd=od_total,
+        spot_total_usd=sp_total, spot_p50_usd=p50, spot_p90_usd=p90, control_plane_usd=cp,
+        storage_usd=storage,
+        price_as_of=offer.price_as_of.isoformat() if offer is not None else None,
+        price_source=offer.source if offer is not None else "cloud: local (no price)",
+        stale=bool(offer is not None and offer.is_stale()),
+        expected_reclaims=reclaims)
+
+
+def headline_usd(cost: Cost, spot: bool) -> float | None:
+    """The whole-job figure a budget is checked against: spot mean if spot, else on-demand."""
+    if spot and cost.spot_total_usd is not None:
+        return cost.spot_total_usd
+    return cost.on_demand_total_usd

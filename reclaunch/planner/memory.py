@@ -1,0 +1,211 @@
+"""Memory per GPU and the parallelism decision (reference/recsys.md "Memory").
+
+Everything here is pure arithmetic on the Spec's model section; constants come from
+data/planner.yaml. Byte counts are per GPU unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from reclaunch.planner.constants import constants, dtype_bytes
+from reclaunch.planner.model import Memory
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+def table_bytes(rows: int, dim: int, dtype: str = "fp32") -> int:
+    """Embedding weights of one table: rows x dim x bytes (1e6 x 64 fp32 = 244 MiB)."""
+    return int(rows) * int(dim) * dtype_bytes(dtype)
+
+
+def optimizer_state_bytes(weight_bytes: int, optimizer: str, dim: int = 1) -> int:
+    """Optimizer state for `weight_bytes` of weights: SGD 0, Adagrad 1, Adam 2, row-wise 1/dim."""
+    mult = constants()["memory"]["optimizer_state_multiplier"][optimizer]
+    if mult == "per_row":
+        return int(math.ceil(weight_bytes / max(dim, 1)))
+    return int(weight_bytes * float(mult))
+
+
+@dataclass
+class DenseShape:
+    """Dense side of the model: parameter count, forward FLOPs and activation widths per sample."""
+
+    params: int = 0
+    flops_fwd: float = 0.0
+    act_width: int = 0            # sum of activation widths per sample (elements)
+    interaction: str = "concat"
+    layers: dict[str, int] = field(default_factory=dict)   # block -> params (traceable)
+
+
+def _mlp(d_in: int, widths: list[int], shape: DenseShape, block: str, per_sample: float = 1.0) -> int:
+    params = 0
+    for w in widths:
+        params += d_in * w + w
+        shape.flops_fwd += 2.0 * d_in * w * per_sample
+        shape.act_width += int(w * per_sample)
+        d_in = w
+    shape.params += params
+    shape.layers[block] = shape.layers.get(block, 0) + params
+    return d_in
+
+
+def dense_shape(model) -> DenseShape:
+    """Params and FLOPs of bottom MLP, interaction (dot / cross / FM / DIN attention) and top MLP."""
+    kind = constants()["interaction"].get(model.preset, "concat")
+    shape = DenseShape(interaction=kind)
+    dims = [t.dim or model.embedding_dim for t in model.tables]
+    d = model.embedding_dim
+    if model.bottom_mlp and model.dense_features:
+        dense_out = _mlp(model.dense_features, list(model.bottom_mlp), shape, "bottom_mlp")
+    else:
+        dense_out = model.dense_features
+    if kind == "dot":
+        # DLRM: pairwise dots of the table vectors and the bottom-MLP output, plus that output.
+        n = len(dims) + (1 if dense_out else 0)
+        pairs = n * (n - 1) // 2
+        shape.flops_fwd += 2.0 * pairs * d
+        shape.act_width += pairs + n * d
+        top_in = pairs + dense_out
+    elif kind == "cross":
+        # DCNv2: x0 = concat; each layer x_{l+1} = x0 * (U (V x_l) + b) + x_l (low rank r).
+        x0 = sum(dims) + dense_out
+        r = model.cross_low_rank
+        per_layer = (2 * x0 * r + x0) if r else (x0 * x0 + x0)
+        shape.params += per_layer * model.cross_layers
+        shape.layers["cross"] = per_layer * model.cross_layers
+        shape.flops_fwd += 2.0 * (per_layer - x0) * model.cross_layers
+        shape.act_width += x0 * (model.cross_layers + 1) + (r or 0) * model.cross_layers
+        top_in = x0
+    elif kind == "attention":
+        # DIN: an attention MLP scores each of history_length behaviours against the candidate,
+        # over the sequence features (tables looked up more than once per sample).
+        seq_dim = sum(dm for dm, t in zip(dims, model.tables) if t.pooling_factor > 1) or d
+        hist = max(model.history_length, 1)
+        att_in = 4 * seq_dim
+        out = _mlp(att_in, list(model.attention_mlp), shape, "attention_mlp", per_sample=hist)
+        shape.params += out + 1
+        shape.layers["attention_mlp"] += out + 1
+        shape.flops_fwd += 2.0 * out * hist + 4.0 * seq_dim * hist
+        shape.act_width += att_in * hist
+        top_in = sum(dims) + dense_out
+    else:
+        # FM (DeepFM) adds sum-square interactions without parameters; concat feeds the MLP.
+        if kind == "fm":
+            shape.flops_fwd += 4.0 * sum(dims)
+        top_in = sum(dims) + dense_out
+    widths = list(model.mlp)
+    if not widths or widths[-1] != 1:
+        widths.append(1)          # the logit
+    _mlp(top_in, widths, shape, "top_mlp")
+    shape.layers["top_mlp_input"] = top_in
+    return shape
+
+
+def input_bytes_per_sample(model) -> float:
+    c = constants()["memory"]
+    return sum(t.pooling_factor for t in model.tables) * c["index_bytes"] + 4 * model.dense_features
+
+
+@dataclass
+class MemoryResult:
+    memory: Memory
+    dense: DenseShape
+    dp_table_bytes: int           # weights of tables kept data parallel (all-reduced)
+    notes: list[str]
+
+
+def _place(sizes: list[tuple[str, int]], world: int, budget: float, forced: str):
+    """Table-wise greedy placement (largest first onto the least loaded GPU); tables larger
+    than one GPU's budget (or all, when forced row-wise) are split row-wise over every GPU."""
+    loads = [0.0] * world
+    plan: dict[str, str] = {}
+    rowwise = 0.0
+    for name, b in sorted(sizes, key=lambda x: -x[1]):
+        if forced == "row_wise" or b > budget:
+            plan[name] = "row_wise"
+            rowwise += b / world
+        else:
+            i = min(range(world), key=loads.__getitem__)
+            loads[i] += b
+            plan[name] = "table_wise"
+    return max(loads) + rowwise, plan
+
+
+def plan_memory(spec, capacity_bytes: int, world: int) -> MemoryResult:
+    """Per-GPU memory and the DP / sharded decision for `world` GPUs of `capacity_bytes`."""
+    c = constants()["memory"]
+    m, job = spec.model, spec.job
+    edt = m.embedding_dtype
+    act_b = dtype_bytes(job.precision)
+    dense = dense_shape(m)
+    tables = [(t.name, table_bytes(t.rows, t.dim or m.embedding_dim, edt),
+               t.dim or m.embedding_dim) for t in m.tables]
+    weights_total = sum(b for _, b, _ in tables)
+    state = {n: optimizer_state_bytes(b, job.optimizer, d) for n, b, d in tables}
+
+    dense_opt = c["dense_optimizer"][job.optimizer]
+    master = c["master_weight_bytes"]
+    dense_w = dense.params * master
+    if job.precision in c["mixed_precision"]:
+        dense_w += dense.params * act_b             # low-precision working copy
+    dense_g = dense.params * master
+    dense_o = optimizer_state_bytes(dense.params * master, dense_opt)
+    batch = job.batch_size
+    acts = int(batch * (dense.act_width * c["activation_store_factor"]
+                        + sum(d for _, _, d in tables)) * act_b)
+    reserve = int(capacity_bytes * c["reserve_hbm_fraction"]
+                  + batch * input_bytes_per_sample(m) * c["reserve_input_multiplier"]
+                  + max(0, dense.params * master * c["reserve_dense_multiplier"]
+                        - (dense_w + dense_g + dense_o)))
+    fixed = dense_w + dense_g + dense_o + acts + reserve
+
+    # Data parallel: every GPU holds every table, its gradient and its optimizer state.
+    dp_emb = weights_total + sum(state.values())
+    dp_total = fixed + dp_emb + weights_total
+    want = m.sharding
+    dp_ok = weights_total <= c["data_parallel_max_embedding_fraction"] * capacity_bytes
+    notes: list[str] = []
+    if want == "data" or (want == "auto" and dp_ok and dp_total <= capacity_bytes):
+        parallelism = "data"
+        emb_gpu, grad_emb, opt_emb = weights_total, weights_total, sum(state.values())
+        sharding = {n: "data_parallel" for n, _, _ in tables}
+        gpus_needed = 1 if dp_total <= capacity_bytes else 0
+        dp_table_bytes = weights_total
+    else:
+        parallelism = "model"
+        budget = capacity_bytes - fixed
+        sizes = [(n, b + state[n]) for n, b, _ in tables]    # fused optimizer: no gradient copy
+        forced = want if want in ("table_wise", "row_wise") else "auto"
+        load, sharding = _place(sizes, world, max(budget, 1), forced)
+        share = load / max(sum(s for _, s in sizes), 1)
+        emb_gpu = int(weights_total * share)
+        opt_emb = int(sum(state.values()) * share)
+        grad_emb = 0
+        dp_table_bytes = 0
+        gpus_needed = _gpus_needed(sizes, budget, forced)
+    total = emb_gpu + grad_emb + opt_emb + fixed
+    mem = Memory(
+        embedding_bytes=int(emb_gpu), dense_bytes=int(dense_w),
+        gradient_bytes=int(dense_g + grad_emb), optimizer_bytes=int(dense_o + opt_emb),
+        activation_bytes=acts, reserve_bytes=reserve, total_bytes_per_gpu=int(total),
+        capacity_bytes_per_gpu=int(capacity_bytes), fits=total <= capacity_bytes,
+        parallelism=parallelism, gpus_needed=gpus_needed, sharding=sharding,
+        total_embedding_bytes=weights_total)
+    return MemoryResult(mem, dense, dp_table_bytes, notes)
+
+
+def _gpus_needed(sizes: list[tuple[str, int]], budget: float, forced: str) -> int:
+    """Fewest GPUs the sharded tables fit on; 0 when the dense part alone does not fit."""
+    if budget <= 0:
+        return 0
+    total = sum(s for _, s in sizes)
+    n = max(1, math.ceil(total / budget))
+    for _ in range(64):
+        load, _ = _place(sizes, n, budget, forced)
+        if load <= budget:
+            return n
+        n = max(n + 1, math.ceil(n * 1.05))
+    return n

@@ -1,0 +1,128 @@
+"""The Plan: everything downstream (render, stacks, providers, CLI) reads from this.
+
+Pure data. `Plan.to_json()` is the `reclaunch plan --json` contract in design.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.catalog import Offer
+    from reclaunch.spec import Spec
+
+
+@dataclass
+class Memory:
+    embedding_bytes: int            # per GPU, after sharding
+    dense_bytes: int
+    gradient_bytes: int
+    optimizer_bytes: int
+    activation_bytes: int
+    reserve_bytes: int              # what TorchRec-style planners keep back
+    total_bytes_per_gpu: int
+    capacity_bytes_per_gpu: int
+    fits: bool
+    parallelism: str                # "data" | "model"
+    gpus_needed: int                # the fewest GPUs the model fits on
+    sharding: dict[str, str] = field(default_factory=dict)   # table -> data_parallel|table_wise|row_wise
+    total_embedding_bytes: int = 0  # all tables, unsharded
+
+
+@dataclass
+class Comm:
+    allreduce_seconds_per_step: float
+    alltoall_seconds_per_step: float
+    bandwidth_gbps_used: float      # effective bus bandwidth used for the all-reduce, GB/s
+    intra_node_gbps: float
+    inter_node_gbps: float
+
+
+@dataclass
+class StepTime:
+    embedding_seconds: float
+    dense_compute_seconds: float
+    allreduce_seconds: float
+    alltoall_seconds: float
+    exposed_comm_seconds: float     # what overlap does not hide
+    total_seconds: float
+
+
+@dataclass
+class Cost:
+    on_demand_usd_per_hour: float | None   # whole cluster, instances only
+    spot_usd_per_hour: float | None
+    on_demand_total_usd: float | None      # whole job, all line items
+    spot_total_usd: float | None           # expected (mean), reclaims included
+    spot_p50_usd: float | None
+    spot_p90_usd: float | None
+    control_plane_usd: float
+    storage_usd: float
+    price_as_of: str | None
+    price_source: str | None
+    stale: bool
+    expected_reclaims: float = 0.0
+
+
+@dataclass
+class Plan:
+    spec: "Spec"
+    cloud: str
+    region: str | None
+    zones: list[str]
+    instance_type: str | None       # None for cloud: local
+    offer: "Offer | None"
+    nodes: int
+    min_nodes: int
+    max_nodes: int
+    gpus_per_node: int
+    gpu: str | None
+    gpu_memory_gib: float | None
+    fabric: str                     # fabric profile name (reclaunch.fabric)
+    nccl_env: dict[str, str]
+    memory: Memory
+    comm: Comm
+    step: StepTime
+    throughput_samples_per_second: float
+    duration_hours: float
+    cost: Cost
+    spot: bool
+    dataloader_workers: int         # per process, a hint for render/local
+    warnings: list[str] = field(default_factory=list)
+    constants: dict[str, Any] = field(default_factory=dict)   # what the numbers came from
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "cloud": self.cloud,
+            "region": self.region,
+            "zones": self.zones,
+            "instance_type": self.instance_type,
+            "nodes": self.nodes,
+            "min_nodes": self.min_nodes,
+            "max_nodes": self.max_nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "gpu": self.gpu,
+            "gpu_memory_gib": self.gpu_memory_gib,
+            "fabric": self.fabric,
+            "spot": self.spot,
+            "memory": asdict(self.memory),
+            "comm": asdict(self.comm),
+            "step": asdict(self.step),
+            "throughput_samples_per_second": self.throughput_samples_per_second,
+            "duration_hours": self.duration_hours,
+            "cost": asdict(self.cost),
+            "nccl_env": dict(self.nccl_env),
+            "dataloader_workers": self.dataloader_workers,
+            "warnings": list(self.warnings),
+            "constants": dict(self.constants),
+        }

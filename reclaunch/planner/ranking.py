@@ -1,0 +1,99 @@
+"""compare: every catalog offer that can run the job, at the node count it needs, by whole-job cost."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from reclaunch.planner.cost import headline_usd
+from reclaunch.planner.model import Plan
+
+
+@dataclass
+class Comparison:
+    plan: Plan
+    usd: float | None              # the ranking figure: spot mean if spec.spot.enabled, else on-demand
+    basis: str                     # "spot" | "on-demand"
+    sizing: str                    # "spec" (the spec's GPU count) | "fewest" (fewest nodes that fit)
+    rank: int = 0
+    recommended: bool = False
+
+    @property
+    def offer(self):
+        return self.plan.offer
+
+    @property
+    def nodes(self) -> int:
+        return self.plan.nodes
+
+    @property
+    def priced(self) -> bool:
+        return self.usd is not None
+
+    def to_json(self) -> dict:
+        p = self.plan
+        return {"rank": self.rank, "recommended": self.recommended, "cloud": p.cloud,
+                "instance_type": p.instance_type, "region": p.region, "nodes": p.nodes,
+                "gpus": p.world_size, "gpu": p.gpu, "sizing": self.sizing, "fits": p.memory.fits,
+                "gpus_needed": p.memory.gpus_needed, "parallelism": p.memory.parallelism,
+                "throughput_samples_per_second": p.throughput_samples_per_second,
+                "duration_hours": p.duration_hours,
+                "on_demand_total_usd": p.cost.on_demand_total_usd,
+                "spot_total_usd": p.cost.spot_total_usd, "spot_p90_usd": p.cost.spot_p90_usd,
+                "usd": self.usd, "basis": self.basis, "price_as_of": p.cost.price_as_of,
+                "warnings": list(p.warnings)}
+
+
+def compare(spec, catalog=None, same_cloud: bool = False) -> list[Comparison]:
+    """Rows ranked by whole-job cost (fitting and priced first; unpriced last as "no price").
+
+    Each offer is sized to at least the spec's GPU count (rounded up to whole nodes) or the
+    GPUs the model needs; when the model fits on fewer nodes, that row is listed too, because
+    recsys scaling is poor and fewer, bigger GPUs are often cheaper for the whole job."""
+    from reclaunch.catalog import load_catalog
+    from reclaunch.planner.core import make_plan
+
+    cat = catalog if catalog is not None else load_catalog()
+    spot = spec.spot.enabled
+    basis = "spot" if spot else "on-demand"
+    want_gpus = spec.nodes * spec.gpus_per_node
+    rows: list[Comparison] = []
+    for offer in cat.offers:
+        if same_cloud and offer.cloud != spec.cloud:
+            continue
+        n_spec = max(1, math.ceil(want_gpus / offer.gpu_count))
+        plan = make_plan(spec, cat, offer=offer, nodes=n_spec)
+        need = plan.memory.gpus_needed
+        if not plan.memory.fits and need:
+            n_fit = max(n_spec, math.ceil(need / offer.gpu_count))
+            if n_fit != n_spec:
+                plan = make_plan(spec, cat, offer=offer, nodes=n_fit)
+        rows.append(Comparison(plan, headline_usd(plan.cost, spot), basis, "spec"))
+        n_min = max(1, math.ceil(need / offer.gpu_count)) if need else n_spec
+        if n_min < plan.nodes:
+            small = make_plan(spec, cat, offer=offer, nodes=n_min)
+            if small.memory.fits:
+                rows.append(Comparison(small, headline_usd(small.cost, spot), basis, "fewest"))
+    rows.sort(key=lambda r: (not r.plan.memory.fits, r.usd is None, r.usd or 0.0,
+                             r.plan.duration_hours))
+    for i, r in enumerate(rows, 1):
+        r.rank = i
+    best = next((r for r in rows if r.plan.memory.fits and r.usd is not None), None)
+    if best is not None:
+        best.recommended = True
+    return rows
+
+
+def recommendation(rows: list[Comparison]) -> str:
+    best = next((r for r in rows if r.recommended), None)
+    if best is None:
+        return "no priced offer fits this job: run `reclaunch catalog refresh` or shrink the model"
+    p = best.plan
+    text = (f"{p.nodes} x {p.instance_type} ({p.cloud} {p.region}, {p.world_size} x {p.gpu}): "
+            f"{best.usd:,.0f} USD {best.basis}, {p.duration_hours:.2f} h")
+    spec_rows = [r for r in rows if r.sizing == "spec" and r.plan.memory.fits and r.usd is not None]
+    if best.sizing == "fewest" and spec_rows:
+        alt = spec_rows[0]
+        text += (f"; fewer nodes win: scaling is poor, {alt.plan.nodes} x {alt.plan.instance_type} "
+                 f"would cost {alt.usd:,.0f} USD for {alt.plan.duration_hours:.2f} h")
+    return text

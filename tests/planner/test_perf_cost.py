@@ -1,0 +1,125 @@
+import dataclasses
+import datetime as dt
+import math
+
+import pytest
+
+from planner_helpers import make_spec
+from reclaunch.catalog import bundled_catalog
+from reclaunch.errors import PlanError
+from reclaunch.planner import make_plan, over_budget
+from reclaunch.planner.cost import poisson_quantile
+from reclaunch.planner.perf import allreduce_seconds, dim_penalty, hierarchical_allreduce_seconds
+
+
+def test_allreduce_formula_hand_computed():
+    # 2(n-1)/n x bytes / busbw: 8 GPUs, 1 GB at 100 GB/s -> 1.75 * 1e9 / 1e11 = 17.5 ms
+    assert allreduce_seconds(1e9, 8, 100.0) == pytest.approx(0.0175)
+    assert allreduce_seconds(1e9, 1, 100.0) == 0.0
+    h = hierarchical_allreduce_seconds(1e9, 8, 4, 200.0, 50.0)
+    assert h == pytest.approx(1.75e9 / 200e9 + 1.5e9 / 50e9)
+
+
+def test_dim_penalties():
+    assert dim_penalty(16) == 1.75 and dim_penalty(64) == 1.15 and dim_penalty(128) == 1.0
+
+
+def test_cost_arithmetic_on_demand():
+    cat = bundled_catalog()
+    spec = make_spec(nodes=2, storage={"kind": "fsx-lustre", "size": "1TiB"})
+    p = make_plan(spec, cat)
+    o = p.offer
+    h = p.duration_hours
+    assert p.cost.on_demand_usd_per_hour == pytest.approx(o.on_demand_usd * 2)
+    assert p.cost.control_plane_usd == pytest.approx(0.10 * h)
+    assert p.cost.storage_usd == pytest.approx(1024 * 0.145 * h / 730)
+    assert p.cost.on_demand_total_usd == pytest.approx(
+        o.on_demand_usd * 2 * h + p.cost.control_plane_usd + p.cost.storage_usd)
+    assert p.duration_hours == pytest.approx(1e9 / p.throughput_samples_per_second / 3600)
+
+
+def test_spot_adds_reclaims_and_p50_le_p90():
+    cat = bundled_catalog()
+    spec = make_spec(nodes=4, spot={"enabled": True, "reclaim_rate_per_node_hour": 0.05,
+                                    "restart_minutes": 10},
+                     job={"dataset": {"samples": 2e11}, "checkpoint": {"every_minutes": 20}})
+    p = make_plan(spec, cat)
+    c = p.cost
+    base = c.spot_usd_per_hour * p.duration_hours + c.control_plane_usd + c.storage_usd
+    assert c.expected_reclaims > 1
+    assert c.spot_total_usd > base
+    assert base <= c.spot_p50_usd <= c.spot_p90_usd
+    loss_h = (10 + 20 / 2) / 60
+    lam = 0.05 * 4 * p.duration_hours
+    assert c.spot_p90_usd == pytest.approx(
+        base + poisson_quantile(lam, 0.9) * loss_h * c.spot_usd_per_hour, rel=0.01)
+    assert p.constants["reclaim_rate_source"] == "spec.spot.reclaim_rate_per_node_hour"
+
+
+def test_poisson_quantile():
+    assert poisson_quantile(0, 0.9) == 0
+    assert poisson_quantile(1.0, 0.5) == 1       # P(0)=.37, P(<=1)=.74
+    assert poisson_quantile(1.0, 0.9) == 2       # P(<=2)=.92
+    assert poisson_quantile(2000, 0.9) > 2000
+
+
+def test_spot_max_price_below_spot_warns_and_missing_spot_is_none():
+    cat = bundled_catalog()
+    p = make_plan(make_spec(spot={"enabled": True, "max_price": 1.0}), cat)
+    assert any("max_price" in w for w in p.warnings)
+    q = make_plan(make_spec(region="us-west-2", instance_type="p4d.24xlarge",
+                            spot={"enabled": True}), cat)
+    assert q.cost.spot_total_usd is None and q.cost.spot_p90_usd is None
+    assert any("no spot price" in w for w in q.warnings)
+
+
+def test_stale_price_warning_names_the_date():
+    cat = bundled_catalog()
+    old = dt.date(2020, 1, 2)
+    cat = dataclasses.replace(cat, offers=tuple(dataclasses.replace(o, price_as_of=old) for o in cat.offers))
+    p = make_plan(make_spec(), cat)
+    assert p.cost.stale and any("2020-01-02" in w for w in p.warnings)
+
+
+def test_budget():
+    cat = bundled_catalog()
+    p = make_plan(make_spec(budget={"max_usd": 1}), cat)
+    assert over_budget(p) and any("budget.max_usd" in w for w in p.warnings)
+    assert not over_budget(make_plan(make_spec(budget={"max_usd": 1e8}), cat))
+
+
+def test_region_without_catalog_row_is_a_clear_error():
+    spec = make_spec(instance_type=None, gpu="H100-80GB", region="eu-west-9")
+    with pytest.raises(PlanError) as e:
+        make_plan(spec, bundled_catalog())
+    assert "us-east-1" in str(e.value) and "catalog refresh" in str(e.value)
+
+
+def test_picks_cheapest_fitting_offer():
+    spec = make_spec(instance_type=None, gpu="A100-40GB", region=None)
+    p = make_plan(spec, bundled_catalog())
+    assert p.instance_type == "p4d.24xlarge" and p.memory.fits
+
+
+def test_local_plan():
+    spec = make_spec(cloud="local", region=None, instance_type=None, nodes=2, gpus_per_node=1,
+                     job={"batch_size": 256, "precision": "fp32"})
+    p = make_plan(spec, bundled_catalog())
+    assert p.fabric == "local-gloo" and p.nccl_env == {} and p.gpu is None
+    assert p.cost.on_demand_total_usd == 0 and p.throughput_samples_per_second > 0
+    assert "rough CPU constant" in p.constants["note"]
+
+
+def test_scaling_is_poor_at_64_to_128_gpus():
+    # recsys.md: 30-55% efficiency at 64-128 GPUs (vs linear from one GPU)
+    from planner_published import spec_for
+    cat = bundled_catalog()
+    for itype in ("a3-megagpu-8g", "p5.48xlarge"):
+        o = next(x for x in cat.offers if x.instance_type == itype)
+        s = spec_for("dcnv2", {"precision": "bf16", "optimizer": "rowwise_adagrad"}, 8, 8192)
+        one = make_plan(s, cat, offer=dataclasses.replace(o, gpu_count=1), nodes=1)
+        for nodes in (8, 16):
+            p = make_plan(s, cat, offer=o, nodes=nodes)
+            eff = p.throughput_samples_per_second / (nodes * 8 * one.throughput_samples_per_second)
+            print(f"{itype} {nodes * 8} GPUs: efficiency {eff:.2f}")
+            assert 0.30 <= eff <= 0.56, (itype, nodes, eff)
