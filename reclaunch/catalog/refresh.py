@@ -1,0 +1,329 @@
+"""`reclaunch catalog refresh`: re-price catalog rows from the clouds' live price APIs.
+
+Cloud-neutral. Each cloud's fetcher lives in `reclaunch/providers/<cloud>_pricing.py` and is
+found through FETCHERS (a name -> "module:function" table, imported only when that cloud is
+refreshed, so `import reclaunch.catalog.refresh` pulls in no SDK). A fetcher gets the old rows
+of its cloud and returns a Fetch: one Quote per row it could price, one message per row it
+could not. It raises ProviderError when the whole cloud is unreachable.
+
+Rows that fail keep their old prices and dates; the report says which and why. New rows go
+to the user overlay (`~/.reclaunch/catalog/instances.csv`), never into the bundled data.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import importlib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterable
+
+from reclaunch.catalog import Catalog, Offer, load_catalog, offers, parse_offer, user_overlay_dir, write_rows
+from reclaunch.errors import ReclaunchError, UsageError
+
+# A new cloud is one line here plus one module in providers/.
+FETCHERS: dict[str, str] = {
+    "aws": "reclaunch.providers.aws_pricing:fetch_prices",
+    "azure": "reclaunch.providers.azure_pricing:fetch_prices",
+    "gcp": "reclaunch.providers.gcp_pricing:fetch_prices",
+}
+
+PRICE_FIELDS = ("on_demand_usd", "spot_usd", "spot_low_usd", "spot_high_usd")
+# A GCP price composed from the wrong per-GPU SKU comes out about half the truth (SkyPilot v8:
+# a3-highgpu-8g 43.07 instead of 88.49). Real moves happen too (AWS June 2025 cut, GCP A3 spot
+# x2.5), so a big move is flagged for a human, not refused.
+SUSPICIOUS_PCT = 40.0
+
+Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Quote:
+    """Prices a fetcher found for one row. None = that price was not returned (old one kept)."""
+
+    on_demand_usd: float | None = None
+    spot_usd: float | None = None
+    spot_low_usd: float | None = None
+    spot_high_usd: float | None = None
+    source: str = ""     # e.g. "AWS Price List API"; refresh appends the date
+    note: str = ""       # e.g. "spot: median of 6 AZs"
+
+    def empty(self) -> bool:
+        return all(getattr(self, f) is None for f in PRICE_FIELDS)
+
+
+@dataclass
+class Fetch:
+    quotes: dict[Key, Quote] = field(default_factory=dict)
+    failures: dict[Key, str] = field(default_factory=dict)
+
+
+Fetcher = Callable[[list[Offer]], Fetch]
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    field: str
+    old: float | None
+    new: float | None
+
+    @property
+    def pct(self) -> float | None:
+        if self.old in (None, 0) or self.new is None:
+            return None
+        return (self.new - self.old) / self.old * 100.0
+
+    @property
+    def changed(self) -> bool:
+        if self.old is None or self.new is None:
+            return self.old is not self.new
+        return abs(self.new - self.old) > 1e-6
+
+
+@dataclass(frozen=True)
+class RowDiff:
+    old: Offer
+    new: Offer
+    changes: tuple[FieldChange, ...]
+    suspicious: bool
+    note: str = ""
+
+    @property
+    def key(self) -> Key:
+        return self.old.key
+
+    @property
+    def changed(self) -> bool:
+        return any(c.changed for c in self.changes)
+
+
+@dataclass(frozen=True)
+class Failure:
+    cloud: str
+    message: str
+    key: Key | None = None   # None: the whole cloud failed
+
+    def __str__(self) -> str:
+        where = self.cloud if self.key is None else "/".join(self.key)
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class RefreshReport:
+    today: _dt.date
+    dry_run: bool
+    diffs: list[RowDiff] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    written: Path | None = None
+    overlay_path: Path | None = None
+
+    @property
+    def changed(self) -> list[RowDiff]:
+        return [d for d in self.diffs if d.changed]
+
+    @property
+    def suspicious(self) -> list[RowDiff]:
+        return [d for d in self.diffs if d.suspicious]
+
+    @property
+    def exit_code(self) -> int:
+        """0 all rows refreshed; 1 some row or cloud failed (its old prices were kept)."""
+        return 1 if self.failures else 0
+
+    def to_dict(self) -> dict:
+        return {
+            "today": self.today.isoformat(), "dry_run": self.dry_run,
+            "written": str(self.written) if self.written else None,
+            "rows": [{
+                "cloud": d.key[0], "instance_type": d.key[1], "region": d.key[2],
+                "suspicious": d.suspicious, "note": d.note, "source": d.new.source,
+                "changes": {c.field: {"old": c.old, "new": c.new, "pct": c.pct}
+                            for c in d.changes},
+            } for d in self.diffs],
+            "failures": [{"cloud": f.cloud, "key": list(f.key) if f.key else None,
+                          "message": f.message} for f in self.failures],
+        }
+
+
+def load_fetcher(cloud: str) -> Fetcher:
+    try:
+        module, func = FETCHERS[cloud].split(":")
+    except KeyError:
+        raise UsageError(f"no price fetcher for cloud {cloud!r}",
+                         hint=f"one of {', '.join(sorted(FETCHERS))}") from None
+    return getattr(importlib.import_module(module), func)
+
+
+def _merge(old: Offer, q: Quote, today: _dt.date) -> tuple[Offer, str]:
+    """New row: fetched prices where returned, old ones (named in the note) where not."""
+    vals, kept = {}, []
+    for f in PRICE_FIELDS:
+        new = getattr(q, f)
+        if new is None and getattr(old, f) is not None:
+            kept.append(f)
+            new = getattr(old, f)
+        vals[f] = None if new is None else round(float(new), 6)
+    source = f"{q.source} {today.isoformat()}".strip()
+    notes = [q.note] if q.note else []
+    if kept:
+        notes.append(f"not returned, kept from {old.price_as_of.isoformat()}: "
+                     + ", ".join(kept))
+    if notes:
+        source += "; " + "; ".join(notes)
+    return replace(old, **vals, price_as_of=today, source=source, origin="overlay"), "; ".join(notes)
+
+
+def diff_rows(old: Offer, new: Offer, note: str = "",
+              suspicious_pct: float = SUSPICIOUS_PCT) -> RowDiff:
+    changes = tuple(FieldChange(f, getattr(old, f), getattr(new, f)) for f in PRICE_FIELDS)
+    suspicious = any(c.pct is not None and abs(c.pct) > suspicious_pct
+                     for c in changes if c.field in ("on_demand_usd", "spot_usd"))
+    return RowDiff(old, new, changes, suspicious, note)
+
+
+def _read_overlay(path: Path) -> dict[Key, Offer]:
+    if not path.is_file():
+        return {}
+    try:
+        with path.open(newline="") as fh:
+            return {o.key: o for o in (parse_offer(r, origin="overlay") for r in csv.DictReader(fh))}
+    except (KeyError, ValueError, csv.Error):
+        return {}   # load_catalog ignores a broken overlay too; rewriting it repairs it
+
+
+def select_rows(catalog: Catalog, clouds: Iterable[str] | None = None,
+                region: str | None = None, instance: str | None = None) -> list[Offer]:
+    clouds = list(clouds) if clouds else None
+    for c in clouds or ():
+        if c not in FETCHERS:
+            raise UsageError(f"unknown cloud {c!r}", hint=f"one of {', '.join(sorted(FETCHERS))}")
+    rows = [o for o in offers(catalog, region=region, instance_type=instance)
+            if clouds is None or o.cloud in clouds]
+    if not rows:
+        what = ", ".join(f"{k} {v}" for k, v in (("cloud", ",".join(clouds or [])),
+                                                  ("region", region), ("instance", instance)) if v)
+        raise UsageError(f"no catalog rows match {what or 'the filters'}",
+                         hint="see 'reclaunch catalog'")
+    return rows
+
+
+def refresh(catalog: Catalog | None = None, clouds: Iterable[str] | str | None = None,
+            region: str | None = None, instance: str | None = None, dry_run: bool = True, *,
+            today: _dt.date | None = None, overlay_dir: Path | None = None,
+            fetchers: dict[str, Fetcher] | None = None,
+            suspicious_pct: float = SUSPICIOUS_PCT) -> RefreshReport:
+    """Re-price the catalog rows matching the filters; write the overlay unless dry_run.
+
+    `fetchers` overrides FETCHERS per cloud (tests pass stubbed clients this way).
+    Raises UsageError for filters that match nothing; every cloud failure is in the report.
+    """
+    catalog = catalog if catalog is not None else load_catalog()
+    if isinstance(clouds, str):
+        clouds = [clouds]
+    today = today or _dt.date.today()
+    report = RefreshReport(today=today, dry_run=dry_run)
+    rows = select_rows(catalog, clouds, region, instance)
+
+    by_cloud: dict[str, list[Offer]] = {}
+    for o in rows:
+        by_cloud.setdefault(o.cloud, []).append(o)
+
+    new_rows: dict[Key, Offer] = {}
+    for cloud, old_rows in sorted(by_cloud.items()):
+        try:
+            fetch = (fetchers or {}).get(cloud) or load_fetcher(cloud)
+            got = fetch(old_rows)
+        except ReclaunchError as exc:
+            report.failures.append(Failure(cloud, str(exc)))
+            continue
+        except Exception as exc:  # a fetcher bug must not lose the other clouds' prices
+            report.failures.append(Failure(cloud, f"{type(exc).__name__}: {exc}"))
+            continue
+        for old in old_rows:
+            q = got.quotes.get(old.key)
+            if q is None or q.empty():
+                msg = got.failures.get(old.key) or "no price returned"
+                report.failures.append(Failure(cloud, msg, old.key))
+                continue
+            new, note = _merge(old, q, today)
+            new_rows[old.key] = new
+            report.diffs.append(diff_rows(old, new, note, suspicious_pct))
+
+    report.overlay_path = (overlay_dir or user_overlay_dir()) / "instances.csv"
+    if not dry_run and new_rows:
+        merged = _read_overlay(report.overlay_path)
+        merged.update(new_rows)
+        write_rows(report.overlay_path, list(merged.values()))
+        report.written = report.overlay_path
+    return report
+
+
+# --- rendering -------------------------------------------------------------------------------
+
+def _money(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.4f}".rstrip("0").rstrip(".")
+
+
+def _change_cells(c: FieldChange) -> tuple[str, str]:
+    arrow = f"{_money(c.old)} -> {_money(c.new)}"
+    pct = "" if c.pct is None else f"{c.pct:+.1f}%"
+    return arrow, pct
+
+
+def _lines(report: RefreshReport) -> list[tuple[str, str, str, str, str]]:
+    out = []
+    for d in report.diffs:
+        shown = [c for c in d.changes if c.changed] or [d.changes[0]]
+        for i, c in enumerate(shown):
+            arrow, pct = _change_cells(c)
+            label = "/".join(d.key) if i == 0 else ""
+            flag = ("SUSPICIOUS" if d.suspicious else "") if i == 0 else ""
+            out.append((label, c.field.removesuffix("_usd"), arrow,
+                        pct if c.changed else "unchanged", flag))
+    return out
+
+
+def _footer(report: RefreshReport) -> list[str]:
+    lines = []
+    if report.suspicious:
+        lines.append(f"{len(report.suspicious)} row(s) moved more than {SUSPICIOUS_PCT:g}%: "
+                     "check them (a wrong SKU match halves GCP A3 prices) before trusting them.")
+    for f in report.failures:
+        lines.append(f"failed, old prices kept: {f}")
+    n = len(report.diffs)
+    if report.dry_run:
+        lines.append(f"dry run: {n} row(s) would be written to {report.overlay_path}")
+    elif report.written:
+        lines.append(f"wrote {n} row(s) dated {report.today.isoformat()} to {report.written}")
+    else:
+        lines.append("nothing written")
+    return lines
+
+
+def render_text(report: RefreshReport) -> str:
+    rows = _lines(report)
+    head = ("row", "price", "old -> new", "change", "")
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
+    text = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head] + rows]
+    return "\n".join(text + _footer(report))
+
+
+def render_report(report: RefreshReport):
+    """A rich renderable (table + notes); plain text when rich is missing."""
+    try:
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+    except ImportError:
+        return render_text(report)
+    t = Table(title=f"catalog refresh {report.today.isoformat()}"
+              + (" (dry run)" if report.dry_run else ""))
+    for col, kw in (("row", {}), ("price", {}), ("old -> new", {"justify": "right"}),
+                    ("change", {"justify": "right"}), ("", {})):
+        t.add_column(col, **kw)
+    for r in _lines(report):
+        t.add_row(*r[:4], Text(r[4], style="bold red") if r[4] else "")
+    notes = [Text(line, style="red" if line.startswith("failed") else
+                  "yellow" if "check them" in line else "") for line in _footer(report)]
+    return Group(t, *notes)
