@@ -1,0 +1,1 @@
+"""EKS with EFA GPU node groups."""

@@ -1,0 +1,302 @@
+"""EKS: private VPC + NAT, KMS, a managed system node group, and self-managed GPU Auto
+Scaling groups (one per capacity pool) from EFA launch templates in a cluster placement group.
+
+GPU pools are self-managed ASGs, not EKS managed node groups, because managed node groups
+reject `instance_market_options` (so `spot.max_price` could not be honoured) and the
+cluster autoscaler's priority expander needs one ASG per capacity type to prefer spot.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING
+
+from reclaunch.errors import require
+from stacks import common as c
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+VPC_CIDR = "10.0.0.0/16"
+SYSTEM_INSTANCE_TYPE = "m6i.xlarge"
+ROOT_VOLUME_GIB = 200
+GPU_AMI_PARAMETER = ("/aws/service/eks/optimized-ami/{version}/amazon-linux-2023/"
+                     "x86_64/nvidia/recommended/image_id")
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly",
+                 "AmazonEKS_CNI_Policy", "AmazonSSMManagedInstanceCore")
+EKS_ADDONS = ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent")
+
+
+def _assume(service: str) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": service},
+        "Action": ["sts:AssumeRole", "sts:TagSession"]}]})
+
+
+def _network(aws, pulumi, plan: "Plan", tags: dict):
+    azs = aws.get_availability_zones(state="available").names[:3]
+    gpu_az = plan.zones[0] if plan.zones else azs[0]
+    zones = [gpu_az] + [z for z in azs if z != gpu_az][:2]
+    vpc = aws.ec2.Vpc(c.name(plan, "vpc"), cidr_block=VPC_CIDR, enable_dns_hostnames=True,
+                      enable_dns_support=True, tags={**tags, "Name": c.name(plan, "vpc")})
+    igw = aws.ec2.InternetGateway(c.name(plan, "igw"), vpc_id=vpc.id, tags=tags)
+    # The only public subnet holds the NAT gateway; nothing launched there gets a public IP.
+    public = aws.ec2.Subnet(c.name(plan, "public"), vpc_id=vpc.id, cidr_block="10.0.240.0/24",
+                            availability_zone=gpu_az, map_public_ip_on_launch=False,
+                            tags={**tags, "kubernetes.io/role/elb": "1"})
+    public_rt = aws.ec2.RouteTable(c.name(plan, "public-rt"), vpc_id=vpc.id, tags=tags,
+                                   routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": igw.id}])
+    aws.ec2.RouteTableAssociation(c.name(plan, "public-rta"), subnet_id=public.id,
+                                  route_table_id=public_rt.id)
+    eip = aws.ec2.Eip(c.name(plan, "nat-eip"), domain="vpc", tags=tags)
+    nat = aws.ec2.NatGateway(c.name(plan, "nat"), allocation_id=eip.id, subnet_id=public.id,
+                             tags=tags, opts=pulumi.ResourceOptions(depends_on=[igw]))
+    private_rt = aws.ec2.RouteTable(c.name(plan, "private-rt"), vpc_id=vpc.id, tags=tags,
+                                    routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}])
+    private = []
+    for i, zone in enumerate(zones):  # /18 each: room for many EFA-primary IPs per node
+        sn = aws.ec2.Subnet(c.name(plan, f"private-{zone[-1]}"), vpc_id=vpc.id,
+                            cidr_block=f"10.0.{i * 64}.0/18", availability_zone=zone,
+                            map_public_ip_on_launch=False,
+                            tags={**tags, "kubernetes.io/role/internal-elb": "1"})
+        aws.ec2.RouteTableAssociation(c.name(plan, f"private-rta-{zone[-1]}"), subnet_id=sn.id,
+                                      route_table_id=private_rt.id)
+        private.append(sn)
+    # Datasets and checkpoints go to S3 without paying NAT per-GB charges.
+    aws.ec2.VpcEndpoint(c.name(plan, "s3"), vpc_id=vpc.id, vpc_endpoint_type="Gateway",
+                        service_name=f"com.amazonaws.{plan.region}.s3",
+                        route_table_ids=[private_rt.id], tags=tags)
+    return vpc, private, private[0]
+
+
+def _role(aws, pulumi, plan, key: str, service: str, policies, tags):
+    role = aws.iam.Role(c.name(plan, key, max_len=64), assume_role_policy=_assume(service),
+                        tags=tags)
+    for p in policies:
+        arn = p if p.startswith("arn:") else f"arn:aws:iam::aws:policy/{p}"
+        aws.iam.RolePolicyAttachment(c.name(plan, key, p.rsplit("/", 1)[-1], max_len=200),
+                                     role=role.name, policy_arn=arn)
+    return role
+
+
+def _node_user_data(pulumi, cluster, plan: "Plan", labels: dict, taints: list[str]):
+    """nodeadm NodeConfig (AL2023): join, labels, GPU taint, local NVMe as RAID0 ephemeral."""
+    def render(args):
+        endpoint, ca, cidr = args
+        spec = {"cluster": {"name": c.name(plan), "apiServerEndpoint": endpoint,
+                            "certificateAuthority": ca, "cidr": cidr},
+                "kubelet": {"flags": [
+                    "--node-labels=" + ",".join(f"{k}={v}" for k, v in labels.items()),
+                    *(["--register-with-taints=" + ",".join(taints)] if taints else [])]}}
+        if plan.offer and plan.offer.local_nvme_gb:
+            spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+        doc = json.dumps({"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig",
+                          "spec": spec})
+        mime = ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"BOUNDARY\"\n\n"
+                "--BOUNDARY\nContent-Type: application/node.eks.aws\n\n"
+                f"{doc}\n\n--BOUNDARY--\n")
+        return base64.b64encode(mime.encode()).decode()
+    return pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data,
+                      cluster.kubernetes_network_config.service_ipv4_cidr).apply(render)
+
+
+def _interfaces(plan: "Plan", security_groups: list) -> list[dict]:
+    """One interface per network card: EFA on card 0 (carries the IP), EFA-only elsewhere."""
+    base = {"delete_on_termination": "true", "associate_public_ip_address": "false",
+            "security_groups": security_groups}
+    if c.fabric_kind(plan) != "efa" or not plan.offer or not plan.offer.nics:
+        return [{**base, "device_index": 0}]
+    return [{**base, "device_index": 0 if i == 0 else 1, "network_card_index": i,
+             "interface_type": "efa" if i == 0 else "efa-only"}
+            for i in range(plan.offer.nics)]
+
+
+def _launch_template(aws, plan, key, *, tags, instance_type, image_id=None, profile=None,
+                     interfaces=None, placement=None, user_data=None, spot=None, kms=None):
+    tag_specs = [{"resource_type": r, "tags": tags}
+                 for r in ("instance", "volume", "network-interface")]
+    args = dict(
+        instance_type=instance_type, image_id=image_id, user_data=user_data,
+        update_default_version=True, tags=tags, tag_specifications=tag_specs,
+        # IMDSv2 only; hop limit 1 keeps pods (not on the host network) away from node creds.
+        metadata_options={"http_endpoint": "enabled", "http_tokens": "required",
+                          "http_put_response_hop_limit": 1},
+        block_device_mappings=[{"device_name": "/dev/xvda", "ebs": {
+            "volume_size": ROOT_VOLUME_GIB, "volume_type": "gp3", "encrypted": "true",
+            "kms_key_id": kms.arn if kms else None, "delete_on_termination": "true"}}],
+        network_interfaces=interfaces, placement=placement,
+        iam_instance_profile={"arn": profile.arn} if profile else None)
+    if spot:
+        args["instance_market_options"] = {"market_type": "spot", "spot_options": spot}
+    return aws.ec2.LaunchTemplate(c.name(plan, key, "lt"), **args)
+
+
+def program(plan: "Plan") -> None:
+    pulumi = require("pulumi", "aws")
+    aws = require("pulumi_aws", "aws")
+    k8s = require("pulumi_kubernetes", "aws")
+    tags = c.tags(plan)
+    vpc, private, gpu_subnet = _network(aws, pulumi, plan, tags)
+    kms = aws.kms.Key(c.name(plan, "kms"), description=f"reclaunch {plan.name}",
+                      enable_key_rotation=True, deletion_window_in_days=7, tags=tags)
+
+    cluster_role = _role(aws, pulumi, plan, "cluster-role", "eks.amazonaws.com",
+                         ["AmazonEKSClusterPolicy"], tags)
+    node_role = _role(aws, pulumi, plan, "node-role", "ec2.amazonaws.com", NODE_POLICIES, tags)
+    cluster = aws.eks.Cluster(
+        c.name(plan, "eks"), name=c.name(plan), version=c.KUBERNETES_VERSION,
+        role_arn=cluster_role.arn, tags=tags,
+        vpc_config={"subnet_ids": [s.id for s in private], "endpoint_private_access": True,
+                    "endpoint_public_access": True},
+        access_config={"authentication_mode": "API",
+                       "bootstrap_cluster_creator_admin_permissions": True},
+        encryption_config={"resources": ["secrets"], "provider": {"key_arn": kms.arn}},
+        enabled_cluster_log_types=["api", "audit", "authenticator"])
+    cluster_sg = cluster.vpc_config.cluster_security_group_id
+    addons = [aws.eks.Addon(c.name(plan, a), cluster_name=cluster.name, addon_name=a, tags=tags,
+                            resolve_conflicts_on_update="OVERWRITE") for a in EKS_ADDONS]
+
+    system_lt = _launch_template(aws, plan, "system", tags=tags, instance_type=None, kms=kms)
+    system = aws.eks.NodeGroup(
+        c.name(plan, "system"), cluster_name=cluster.name, node_role_arn=node_role.arn,
+        subnet_ids=[s.id for s in private], instance_types=[SYSTEM_INSTANCE_TYPE],
+        ami_type="AL2023_x86_64_STANDARD", capacity_type="ON_DEMAND", tags=tags,
+        launch_template={"id": system_lt.id, "version": system_lt.latest_version},
+        scaling_config={"min_size": c.SYSTEM_POOL_SIZE[0], "desired_size": c.SYSTEM_POOL_SIZE[0],
+                        "max_size": c.SYSTEM_POOL_SIZE[1]},
+        labels={c.CLUSTER_TAG: plan.name, "reclaunch.io/pool": "system"})
+
+    # GPU nodes: all traffic within the EFA group (EFA needs it in both directions), and
+    # egress anywhere through the NAT. No ingress from outside the VPC, no SSH (use SSM).
+    gpu_sgs = [cluster_sg]
+    if c.fabric_kind(plan) == "efa":
+        efa_sg = aws.ec2.SecurityGroup(
+            c.name(plan, "efa"), vpc_id=vpc.id, description="EFA: all traffic within itself",
+            ingress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True}],
+            egress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True},
+                    {"protocol": "-1", "from_port": 0, "to_port": 0,
+                     "cidr_blocks": ["0.0.0.0/0"]}], tags=tags)
+        gpu_sgs.append(efa_sg.id)
+    profile = aws.iam.InstanceProfile(c.name(plan, "node-profile"), role=node_role.name,
+                                      tags=tags)
+    aws.eks.AccessEntry(c.name(plan, "node-access"), cluster_name=cluster.name,
+                        principal_arn=node_role.arn, type="EC2_LINUX", tags=tags)
+    pg = aws.ec2.PlacementGroup(c.name(plan, "pg"), strategy="cluster", tags=tags)
+    ami = aws.ssm.get_parameter(
+        name=GPU_AMI_PARAMETER.format(version=c.KUBERNETES_VERSION)).value
+
+    pools = {}
+    for pool in c.gpu_pools(plan):
+        labels = c.node_labels(plan, pool)
+        taint = f"{c.GPU_TAINT['key']}={c.GPU_TAINT['value']}:{c.GPU_TAINT['effect']}"
+        max_price = c.spot_max_price(plan)
+        spot = None if pool.capacity != "spot" else {
+            "spot_instance_type": "one-time", "instance_interruption_behavior": "terminate",
+            **({"max_price": f"{max_price:g}"} if max_price else {})}
+        lt = _launch_template(
+            aws, plan, pool.key, tags={**tags, "reclaunch-pool": pool.key},
+            instance_type=plan.instance_type, image_id=ami, profile=profile, kms=kms,
+            interfaces=_interfaces(plan, gpu_sgs), placement={"group_name": pg.name},
+            user_data=_node_user_data(pulumi, cluster, plan, labels, [taint]), spot=spot)
+        asg_name = c.name(plan, pool.key)
+        asg_tags = {**tags, "Name": asg_name, "reclaunch-pool": pool.key,
+                    "k8s.io/cluster-autoscaler/enabled": "true",
+                    f"k8s.io/cluster-autoscaler/{c.name(plan)}": "owned",
+                    f"kubernetes.io/cluster/{c.name(plan)}": "owned",
+                    # Scale-from-zero templates: what a node of this group will look like.
+                    **{f"k8s.io/cluster-autoscaler/node-template/label/{k}": v
+                       for k, v in labels.items()},
+                    f"k8s.io/cluster-autoscaler/node-template/taint/{c.GPU_TAINT['key']}":
+                        f"{c.GPU_TAINT['value']}:{c.GPU_TAINT['effect']}",
+                    "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu":
+                        str(plan.gpus_per_node)}
+        pools[pool.key] = aws.autoscaling.Group(
+            asg_name, name=asg_name, min_size=pool.min_nodes, max_size=pool.max_nodes,
+            desired_capacity=pool.desired, vpc_zone_identifiers=[gpu_subnet.id],
+            launch_template={"id": lt.id, "version": lt.latest_version},
+            capacity_rebalance=pool.capacity == "spot", wait_for_capacity_timeout="0",
+            tags=[{"key": k, "value": v, "propagate_at_launch": True}
+                  for k, v in asg_tags.items()],
+            opts=pulumi.ResourceOptions(ignore_changes=["desired_capacity"],
+                                        depends_on=[cluster, *addons]))
+
+    kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data,
+                                   cluster.name).apply(lambda a: _kubeconfig(*a, plan.region))
+    provider = k8s.Provider(c.name(plan, "k8s"), kubeconfig=kubeconfig,
+                            opts=pulumi.ResourceOptions(depends_on=[system, *addons]))
+    ca_role = _role(aws, pulumi, plan, "autoscaler-role", "pods.eks.amazonaws.com",
+                    ["arn:aws:iam::aws:policy/AutoScalingFullAccess"], tags)
+    aws.eks.PodIdentityAssociation(c.name(plan, "autoscaler-pia"), cluster_name=cluster.name,
+                                   namespace="kube-system", service_account="cluster-autoscaler",
+                                   role_arn=ca_role.arn, tags=tags)
+    priorities = {}
+    for pool in c.gpu_pools(plan):
+        priorities.setdefault(str(pool.priority), []).append(f".*{c.name(plan, pool.key)}.*")
+    installed = c.install_addons(k8s, pulumi, plan, provider, depends_on=[system], values={
+        "cluster-autoscaler": {"autoDiscovery": {"clusterName": c.name(plan)},
+                               "awsRegion": plan.region, "expanderPriorities": priorities,
+                               "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}})
+
+    storage_id = _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
+                          kms, provider, list(installed.values()))
+    pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
+    pulumi.export("cluster_name", cluster.name)
+    pulumi.export("node_pools", [c.name(plan, p.key) for p in c.gpu_pools(plan)])
+    pulumi.export("system_pool", system.node_group_name)
+    pulumi.export("storage_id", storage_id)
+    pulumi.export("addons", sorted(installed))
+
+
+def _kubeconfig(endpoint: str, ca: str, cluster_name: str, region: str) -> str:
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": cluster_name,
+        "clusters": [{"name": cluster_name, "cluster": {
+            "server": endpoint, "certificate-authority-data": ca}}],
+        "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name,
+                                                         "user": cluster_name}}],
+        "users": [{"name": cluster_name, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws",
+            "args": ["eks", "get-token", "--cluster-name", cluster_name,
+                     "--region", region]}}}]})
+
+
+def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, kms,
+             provider, addons):
+    cluster_sg = cluster.vpc_config.cluster_security_group_id
+    kind = plan.spec.storage.kind
+    if kind == "cephfs":
+        return c.cephfs_storage_class(k8s, pulumi, plan, provider).metadata["name"]
+    ports = {"fsx-lustre": [(988, 988), (1018, 1023)], "efs": [(2049, 2049)]}.get(kind)
+    if not ports:
+        return None
+    sg = aws.ec2.SecurityGroup(
+        c.name(plan, kind), vpc_id=vpc.id, description=f"{kind} from cluster nodes", tags=tags,
+        ingress=[{"protocol": "tcp", "from_port": a, "to_port": b,
+                  "security_groups": [cluster_sg], "self": True} for a, b in ports],
+        egress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True,
+                 "security_groups": [cluster_sg]}])
+    if kind == "fsx-lustre":
+        # PERSISTENT_2 sells 1200 GiB then 2400 GiB steps; encrypted at rest with our key.
+        gib = 1200 if c.storage_gib(plan, 1200) <= 1200 else c.storage_gib(plan, 2400, 2400)
+        fs = aws.fsx.LustreFileSystem(
+            c.name(plan, "fsx"), storage_capacity=gib, subnet_ids=gpu_subnet.id,
+            security_group_ids=[sg.id], deployment_type="PERSISTENT_2",
+            per_unit_storage_throughput=250, data_compression_type="LZ4",
+            file_system_type_version="2.15", kms_key_id=kms.arn, tags=tags)
+        c.data_volume(k8s, pulumi, plan, provider, driver="fsx.csi.aws.com", handle=fs.id,
+                      capacity_gib=gib, depends_on=addons,
+                      attributes={"dnsname": fs.dns_name, "mountname": fs.mount_name})
+        return fs.id
+    fs = aws.efs.FileSystem(c.name(plan, "efs"), encrypted=True, kms_key_id=kms.arn,
+                            throughput_mode="elastic", performance_mode="generalPurpose",
+                            tags=tags)
+    for sn, zone in zip(private, ("a", "b", "c")):
+        aws.efs.MountTarget(c.name(plan, "efs-mt", zone), file_system_id=fs.id,
+                            subnet_id=sn.id, security_groups=[sg.id])
+    efs_csi = aws.eks.Addon(c.name(plan, "efs-csi"), cluster_name=cluster.name,
+                            addon_name="aws-efs-csi-driver", tags=tags)
+    c.data_volume(k8s, pulumi, plan, provider, driver="efs.csi.aws.com", handle=fs.id,
+                  capacity_gib=c.storage_gib(plan, 1024), depends_on=[efs_csi])
+    return fs.id
+

@@ -1,0 +1,1 @@
+"""AKS with InfiniBand ND node pools."""

@@ -1,0 +1,1 @@
+"""GKE with A3 multi-network GPU node pools."""

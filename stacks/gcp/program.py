@@ -1,0 +1,209 @@
+"""GKE: private VPC + Cloud NAT, the A3 fabric's extra VPCs (MTU 8244 GPU NICs for TCPX/
+TCPXO, RoCE VPCs for a3-ultra), a private regional GKE cluster with multi-networking, and
+GPU node pools with compact placement, local SSD as ephemeral storage and the GPU taint.
+
+Network names come from `reclaunch.fabric.gke_networks` so the pods' interface annotations
+(rendered elsewhere) name exactly the GKE Network objects created here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reclaunch.errors import require
+from stacks import common as c
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+NODE_CIDR, POD_CIDR, SVC_CIDR, MASTER_CIDR = ("10.2.0.0/20", "10.4.0.0/14", "10.8.0.0/20",
+                                              "172.16.0.0/28")
+SYSTEM_MACHINE = "e2-standard-8"
+# Jumbo frames on GPU NICs: what Google's A3 guides set for TCPX/TCPXO; RoCE VPCs use 8896.
+FABRIC_MTU = {"tcpx": 8244, "tcpxo": 8244, "rdma": 8896}
+ACCELERATOR = {  # instance prefix -> GKE accelerator type
+    "a3-megagpu": "nvidia-h100-mega-80gb", "a3-highgpu": "nvidia-h100-80gb",
+    "a3-ultragpu": "nvidia-h200-141gb", "a2-ultragpu": "nvidia-a100-80gb",
+    "a2-highgpu": "nvidia-tesla-a100", "g2-standard": "nvidia-l4",
+}
+
+
+def _accelerator(plan: "Plan") -> str:
+    prefix = "-".join((plan.instance_type or "").split("-")[:2])
+    return ACCELERATOR.get(prefix, "nvidia-" + (plan.gpu or "gpu").lower())
+
+
+def _fabric_networks(gcp, plan: "Plan", zone: str, project: str):
+    """(name, network, subnet) per extra NIC; none for plain Ethernet fabrics."""
+    from reclaunch.fabric import get_profile, gke_networks
+
+    kind = c.fabric_kind(plan)
+    out = []
+    for i, entry in enumerate(n for n in gke_networks(get_profile(plan.fabric), plan.name)
+                              if n["network"] != "default"):
+        net_name = entry["network"]
+        roce = kind == "rdma" and "-rdma-" in net_name
+        net = gcp.compute.Network(
+            net_name, name=net_name, auto_create_subnetworks=False,
+            mtu=FABRIC_MTU.get(kind, 1460) if "gvnic" not in net_name else 8896,
+            network_profile=(f"projects/{project}/global/networkProfiles/{zone}-vpc-roce"
+                             if roce else None))
+        sub = gcp.compute.Subnetwork(f"{net_name}-sub", name=f"{net_name}-sub", network=net.id,
+                                     region=plan.region, ip_cidr_range=f"192.168.{i}.0/24",
+                                     private_ip_google_access=True)
+        if not roce:  # RoCE VPCs take no firewall rules
+            gcp.compute.Firewall(f"{net_name}-internal", network=net.id,
+                                 source_ranges=["192.168.0.0/16"],
+                                 allows=[{"protocol": "tcp"}, {"protocol": "udp"},
+                                         {"protocol": "icmp"}])
+        out.append((net_name, net, sub))
+    return out
+
+
+def program(plan: "Plan") -> None:
+    pulumi = require("pulumi", "gcp")
+    gcp = require("pulumi_gcp", "gcp")
+    k8s = require("pulumi_kubernetes", "gcp")
+    labels = c.labels(plan)
+    project = gcp.organizations.get_client_config().project
+    zone = plan.zones[0] if plan.zones else f"{plan.region}-a"
+
+    vpc = gcp.compute.Network(c.name(plan, "vpc"), auto_create_subnetworks=False)
+    subnet = gcp.compute.Subnetwork(
+        c.name(plan, "nodes"), network=vpc.id, region=plan.region, ip_cidr_range=NODE_CIDR,
+        private_ip_google_access=True,
+        secondary_ip_ranges=[{"range_name": "pods", "ip_cidr_range": POD_CIDR},
+                             {"range_name": "services", "ip_cidr_range": SVC_CIDR}])
+    router = gcp.compute.Router(c.name(plan, "router"), network=vpc.id, region=plan.region)
+    gcp.compute.RouterNat(c.name(plan, "nat"), router=router.name, region=plan.region,
+                          nat_ip_allocate_option="AUTO_ONLY",
+                          source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES")
+    # SSH only through IAP's range (GKE's own rules cover the control plane).
+    gcp.compute.Firewall(c.name(plan, "iap-ssh"), network=vpc.id,
+                         source_ranges=["35.235.240.0/20"],
+                         allows=[{"protocol": "tcp", "ports": ["22"]}])
+    extra_nets = _fabric_networks(gcp, plan, zone, project)
+
+    sa = gcp.serviceaccount.Account(c.name(plan, "nodes", max_len=30),
+                                    account_id=c.name(plan, "nodes", max_len=30),
+                                    display_name=f"reclaunch {plan.name} nodes")
+    for role in ("roles/logging.logWriter", "roles/monitoring.metricWriter",
+                 "roles/artifactregistry.reader"):
+        gcp.projects.IAMMember(c.name(plan, role.split("/")[1]), project=project, role=role,
+                               member=sa.email.apply(lambda e: f"serviceAccount:{e}"))
+    cluster = gcp.container.Cluster(
+        c.name(plan, "gke"), name=c.name(plan), location=plan.region,
+        node_locations=[zone], min_master_version=c.KUBERNETES_VERSION,
+        release_channel={"channel": "REGULAR"}, remove_default_node_pool=True,
+        initial_node_count=1, network=vpc.id, subnetwork=subnet.id,
+        networking_mode="VPC_NATIVE", datapath_provider="ADVANCED_DATAPATH",
+        enable_multi_networking=bool(extra_nets), resource_labels=labels,
+        deletion_protection=False, enable_shielded_nodes=True,
+        ip_allocation_policy={"cluster_secondary_range_name": "pods",
+                              "services_secondary_range_name": "services"},
+        private_cluster_config={"enable_private_nodes": True, "enable_private_endpoint": False,
+                                "master_ipv4_cidr_block": MASTER_CIDR},
+        workload_identity_config={"workload_pool": f"{project}.svc.id.goog"},
+        addons_config={"gcp_filestore_csi_driver_config": {"enabled": True}},
+        node_config={"service_account": sa.email, "resource_labels": labels,
+                     "disk_type": "pd-balanced",
+                     "shielded_instance_config": {"enable_secure_boot": True}})
+    node_common = {"service_account": sa.email, "oauth_scopes": [
+        "https://www.googleapis.com/auth/cloud-platform"], "resource_labels": labels,
+        "shielded_instance_config": {"enable_secure_boot": True,
+                                     "enable_integrity_monitoring": True},
+        "workload_metadata_config": {"mode": "GKE_METADATA"}, "gvnic": {"enabled": True}}
+    system = gcp.container.NodePool(
+        c.name(plan, "system"), cluster=cluster.id, location=plan.region, node_locations=[zone],
+        initial_node_count=c.SYSTEM_POOL_SIZE[0],
+        autoscaling={"total_min_node_count": c.SYSTEM_POOL_SIZE[0],
+                     "total_max_node_count": c.SYSTEM_POOL_SIZE[1]},
+        management={"auto_repair": True, "auto_upgrade": True},
+        node_config={**node_common, "machine_type": SYSTEM_MACHINE, "disk_type": "pd-balanced",
+                     "labels": {c.CLUSTER_TAG: plan.name, "reclaunch.io/pool": "system"}})
+
+    if c.spot_max_price(plan):
+        c.warn("GCP Spot VMs have no maximum price: spot.max_price is ignored on GKE")
+    ssds = c.local_ssd_count(plan)
+    pools = {}
+    for pool in c.gpu_pools(plan):
+        pools[pool.key] = gcp.container.NodePool(
+            c.name(plan, pool.key), name=c.name(plan, pool.key, max_len=40), cluster=cluster.id,
+            location=plan.region, node_locations=[zone], initial_node_count=pool.desired,
+            autoscaling={"total_min_node_count": pool.min_nodes,
+                         "total_max_node_count": pool.max_nodes, "location_policy": "ANY"},
+            placement_policy={"type": "COMPACT"},
+            # Upgrades would reboot training nodes mid-job; repairs are still wanted.
+            management={"auto_repair": True, "auto_upgrade": True},
+            upgrade_settings={"max_surge": 0, "max_unavailable": 1},
+            network_config={"enable_private_nodes": True, "additional_node_network_configs": [
+                {"network": net.name, "subnetwork": sub.name} for _, net, sub in extra_nets]},
+            node_config={
+                **node_common, "machine_type": plan.instance_type,
+                "spot": pool.capacity == "spot", "disk_type": "pd-ssd", "disk_size_gb": 200,
+                "guest_accelerators": [{"type": _accelerator(plan), "count": plan.gpus_per_node,
+                                        "gpu_driver_installation_config": {
+                                            "gpu_driver_version": "LATEST"}}],
+                "ephemeral_storage_local_ssd_config": (
+                    {"local_ssd_count": ssds} if ssds else None),
+                "labels": c.node_labels(plan, pool),
+                "taints": [{"key": c.GPU_TAINT["key"], "value": c.GPU_TAINT["value"],
+                            "effect": "NO_SCHEDULE"}]},
+            opts=pulumi.ResourceOptions(ignore_changes=["initialNodeCount"]))
+
+    kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.master_auth.cluster_ca_certificate,
+                                   cluster.name).apply(lambda a: _kubeconfig(*a))
+    provider = k8s.Provider(c.name(plan, "k8s"), kubeconfig=kubeconfig,
+                            opts=pulumi.ResourceOptions(depends_on=[system]))
+    kopts = pulumi.ResourceOptions(provider=provider)
+    for name, net, sub in extra_nets:  # the GKE side of multi-networking
+        k8s.apiextensions.CustomResource(f"{name}-params", api_version="networking.gke.io/v1",
+            kind="GKENetworkParamSet", metadata={"name": name},
+            spec={"vpc": net.name, "vpcSubnet": sub.name,
+                  "deviceMode": "NetDevice" if c.fabric_kind(plan) != "rdma" else "RDMA"},
+            opts=kopts)
+        k8s.apiextensions.CustomResource(f"{name}-network", api_version="networking.gke.io/v1",
+            kind="Network", metadata={"name": name},
+            spec={"type": "Device", "parametersRef": {
+                "group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name}},
+            opts=kopts)
+    installed = c.install_addons(k8s, pulumi, plan, provider, depends_on=list(pools.values()))
+    storage_id = _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider)
+
+    pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
+    pulumi.export("cluster_name", cluster.name)
+    pulumi.export("node_pools", [c.name(plan, p.key, max_len=40) for p in c.gpu_pools(plan)])
+    pulumi.export("gpu_networks", [n for n, _, _ in extra_nets])
+    pulumi.export("storage_id", storage_id)
+    pulumi.export("addons", sorted(installed))
+
+
+def _kubeconfig(endpoint: str, ca: str, name: str) -> str:
+    import json
+
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": name,
+        "clusters": [{"name": name, "cluster": {"server": f"https://{endpoint}",
+                                                "certificate-authority-data": ca}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "users": [{"name": name, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "gke-gcloud-auth-plugin", "provideClusterInfo": True}}}]})
+
+
+def _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider):
+    kind = plan.spec.storage.kind
+    if kind == "cephfs":
+        return c.cephfs_storage_class(k8s, pulumi, plan, provider).metadata["name"]
+    if kind != "filestore":
+        return None
+    gib = c.storage_gib(plan, 1024, 256, maximum=102400)   # ZONAL: 1 TiB .. 100 TiB
+    fs = gcp.filestore.Instance(
+        c.name(plan, "filestore"), name=c.name(plan, "data"), location=zone, tier="ZONAL",
+        labels=labels, file_shares={"name": "data", "capacity_gb": gib},
+        networks=[{"network": vpc.name, "modes": ["MODE_IPV4"]}])
+    c.data_volume(k8s, pulumi, plan, provider, driver="filestore.csi.storage.gke.io",
+                  handle=pulumi.Output.concat("modeInstance/", zone, "/", fs.name, "/data"),
+                  capacity_gib=gib,
+                  attributes={"ip": fs.networks[0].ip_addresses[0], "volume": "data"})
+    return fs.id
