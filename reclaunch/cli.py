@@ -179,6 +179,131 @@ def render(file: str, out_dir: str | None) -> None:
     click.echo(f"wrote {len(objs)} files to {out}", err=True)
 
 
+# ------------------------------------------------------------------ catalog refresh / preview
+
+@catalog.command("refresh")
+@click.option("--cloud", type=click.Choice(CLOUDS[:3]))
+@click.option("--region")
+@click.option("--instance")
+@click.option("--dry-run", is_flag=True, help="Show the old -> new diff; write nothing.")
+@click.option("--json", "as_json", is_flag=True)
+def catalog_refresh(cloud, region, instance, dry_run, as_json) -> None:
+    """Fetch live prices (AWS Price List + spot history, Azure Retail Prices, GCP Billing
+    Catalog) into ~/.reclaunch/catalog, which plan and compare then prefer."""
+    from reclaunch.catalog import load_catalog
+    from reclaunch.catalog.refresh import refresh, render_report
+
+    report = refresh(load_catalog(), clouds=[cloud] if cloud else None, region=region,
+                     instance=instance, dry_run=dry_run)
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        _console().print(render_report(report))
+    sys.exit(report.exit_code)
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="The resources as a JSON list.")
+def preview(file: str, as_json: bool) -> None:
+    """What `pulumi up` would create, from the Pulumi program run under mocks (no credentials)."""
+    from reclaunch.preview import preview_file, render_preview
+
+    resources = preview_file(file)
+    if as_json:
+        _emit_json(resources)
+    else:
+        _console().print(render_preview(resources))
+
+
+# ------------------------------------------------------------------ up / status / logs / down
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--force", is_flag=True, help="Start even when the estimate is over budget.max_usd.")
+@click.option("--preflight", is_flag=True, help="Run the NCCL all-reduce check before the job.")
+@click.option("--watch/--detach", default=True,
+              help="Follow the job and apply teardown.when (default), or leave a watcher running.")
+@click.option("--backend", help="Pulumi state backend URL (s3://, azblob://, gs://, https://).")
+def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend: str | None) -> None:
+    """Provision (or reuse) the cluster, start the job, and by default tear down after it."""
+    from reclaunch.lifecycle import cli_up
+
+    status = cli_up(file, yes=yes, force=force, preflight=preflight, watch=watch,
+                    detach=not watch, backend=backend)
+    if status is not None and status.state == "Failed":
+        sys.exit(1)
+
+
+def _status_rows(statuses) -> list[dict]:
+    from dataclasses import asdict
+
+    return [asdict(s) for s in statuses]
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.option("--json", "as_json", is_flag=True)
+def status(name: str | None, as_json: bool) -> None:
+    """Job state, pods, nodes by capacity type, elapsed time and spend so far."""
+    from reclaunch.lifecycle import cli_status
+    from reclaunch.status_view import status_table
+
+    statuses = cli_status(name)
+    if as_json:
+        _emit_json(_status_rows(statuses) if name is None else _status_rows(statuses)[0])
+    elif not statuses:
+        click.echo("no clusters (reclaunch up FILE starts one)")
+    else:
+        _console().print(status_table(statuses))
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--rank", type=int, help="Which rank (default: the master, rank 0).")
+@click.option("-f", "--follow", is_flag=True)
+def logs(name: str, rank: int | None, follow: bool) -> None:
+    """Logs of the job's master, or of one rank."""
+    from reclaunch.lifecycle import cli_logs
+
+    for line in cli_logs(name, rank=rank, follow=follow):
+        click.echo(line.rstrip("\n"))
+
+
+@cli.command()
+@click.argument("name_or_file")
+@click.option("--yes", "-y", is_flag=True)
+@click.option("--keep-storage", is_flag=True, help="Keep the dataset volume.")
+@click.option("--backend", help="Pulumi state backend URL.")
+def down(name_or_file: str, yes: bool, keep_storage: bool, backend: str | None) -> None:
+    """Destroy the cluster and verify that nothing tagged for it is left."""
+    from reclaunch.lifecycle import cli_down
+
+    cli_down(name_or_file, yes=yes, keep_storage=keep_storage, backend=backend)
+
+
+# ------------------------------------------------------------------ gc
+
+@cli.command()
+@click.option("--cloud", type=click.Choice(CLOUDS[:3]), required=True)
+@click.option("--region", required=True, help="e.g. us-east-1, eastus, us-central1")
+@click.option("--cluster", help="Only this cluster's resources (default: every reclaunch cluster).")
+@click.option("--subscription", envvar="AZURE_SUBSCRIPTION_ID", help="Azure subscription id.")
+@click.option("--project", envvar="GOOGLE_CLOUD_PROJECT", help="GCP project id.")
+@click.option("--yes", is_flag=True, help="Delete what is found (default: only list it).")
+def gc(cloud: str, region: str, cluster: str | None, subscription: str | None,
+       project: str | None, yes: bool) -> None:
+    """Find (and with --yes delete) everything tagged reclaunch-managed=true: the safety net
+    when a Pulumi state is lost. Never touches untagged resources or other clusters'."""
+    from reclaunch.sweep import gc as sweep_gc
+
+    options = {k: v for k, v in (("subscription_id", subscription), ("project", project)) if v}
+    report = sweep_gc(cloud, region, cluster, delete=yes, **options)
+    _console().print(report.render())
+    sys.exit(report.exit_code)
+
+
 # ------------------------------------------------------------------ entry point
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,249 @@
+"""The Kubernetes-cloud provider shared by aws, azure and gcp.
+
+A cloud module (`providers/aws.py` ...) is data: how to tell whether credentials are there,
+which error texts mean "no capacity" or "over quota", whether another zone may help, and where
+its Pulumi program lives. Everything else (Pulumi stack, PyTorchJob, watch, teardown) is the
+same path through `reclaunch.lifecycle`.
+
+The detached watcher is this module run as a script:
+    python -m reclaunch.providers.kubecloud watch NAME [--backend URL]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from reclaunch.errors import ProviderError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.journal import ClusterRecord
+    from reclaunch.lifecycle import Env
+    from reclaunch.planner.model import Plan
+    from reclaunch.providers import JobStatus
+
+# Capacity kinds and what the fallback policy may do about them.
+CAPACITY = "capacity"            # this zone has none: another zone, then on-demand
+SPOT_CAPACITY = "spot_capacity"  # no spot at this price/zone: another zone, then on-demand
+SPOT_QUOTA = "spot_quota"        # spot quota exhausted: on-demand (its own quota) may work
+QUOTA = "quota"                  # account quota: no retry helps, the user must ask for more
+
+# Stack resource kinds the sweep reports that hold the dataset (kept by --keep-storage).
+STORAGE_KINDS = ("volume", "disk", "fsx", "efs", "filestore", "file_system", "share", "lustre")
+
+
+@dataclass
+class CloudSpec:
+    name: str
+    program: str                                          # "stacks.aws.program:program"
+    credentials: Callable[[], tuple[str, str] | None]     # -> (problem, fix) or None
+    errors: list[tuple[str, str]]                         # (regex, kind), first match wins
+    quota_fix: str
+    capacity_fix: str
+    stack_config: Callable[["Plan"], dict[str, str]] = lambda plan: {}
+    zone_fallback: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def classify(errors: list[tuple[str, str]], text: str) -> str | None:
+    for pattern, kind in errors:
+        if re.search(pattern, text or "", re.IGNORECASE):
+            return kind
+    return None
+
+
+def fallback(plan: "Plan", kind: str, *, zone_fallback: bool = True) -> tuple[str, "Plan"] | None:
+    """The next thing to try after `kind`, or None for a clear stop."""
+    from reclaunch.lifecycle import _variant
+    planned = plan.constants.get("zones_as_planned", list(plan.zones))
+    if kind in (CAPACITY, SPOT_CAPACITY) and zone_fallback and len(plan.zones) > 1:
+        zones = plan.zones[1:]
+        nxt = _variant(plan, {"zones": zones, "spot": plan.spot})
+        return f"zone(s) {', '.join(zones)}", _remember(nxt, planned)
+    if kind in (CAPACITY, SPOT_CAPACITY, SPOT_QUOTA) and plan.spot \
+            and plan.spec.spot.fallback == "on-demand":
+        nxt = _variant(plan, {"zones": planned, "spot": False})
+        return "on-demand (spot.fallback)", _remember(nxt, planned)
+    return None
+
+
+def _remember(plan: "Plan", zones: list[str]) -> "Plan":
+    return dataclasses.replace(plan, constants={**plan.constants, "zones_as_planned": zones})
+
+
+class KubeCloudProvider:
+    """Implements the `reclaunch.providers.Provider` protocol for one cloud."""
+
+    def __init__(self, cloud: CloudSpec, *, env_overrides: dict[str, Any] | None = None):
+        self.cloud = cloud
+        self.name = cloud.name
+        self.env_overrides = env_overrides or {}
+
+    # ---- readiness -----------------------------------------------------------------------
+    def check_ready(self, plan: "Plan | None" = None) -> None:
+        """Pulumi CLI, then credentials: one line with the fix, before anything is created."""
+        infra = self.env_overrides.get("infra")
+        if infra is not None:
+            infra.check()
+        else:
+            from reclaunch.infra import check_pulumi_cli
+            check_pulumi_cli()
+        problem = self.cloud.credentials()
+        if problem:
+            raise ProviderError(problem[0], hint=problem[1])
+
+    # ---- wiring --------------------------------------------------------------------------
+    def env(self, backend: str | None = None) -> "Env":
+        from reclaunch.lifecycle import Env
+        kw: dict[str, Any] = dict(
+            classify=lambda text: classify(self.cloud.errors, text),
+            fallback=lambda plan, kind: fallback(plan, kind, zone_fallback=self.cloud.zone_fallback),
+            stop_hint=lambda kind: self.cloud.quota_fix if kind in (QUOTA, SPOT_QUOTA)
+            else self.cloud.capacity_fix,
+            verify=self.verify)
+        kw.update(self.env_overrides)
+        if "infra" not in kw:
+            from reclaunch.infra import PulumiInfra
+            kw["infra"] = PulumiInfra(program=self._program, config=self.cloud.stack_config,
+                                      backend=backend)
+        if "kube_for" not in kw:
+            kw["kube_for"] = _kube_for
+        return Env(**kw)
+
+    def _program(self, plan: "Plan") -> Callable[[], None]:
+        module, _, attr = self.cloud.program.partition(":")
+        fn = getattr(importlib.import_module(module), attr)
+        return lambda: fn(plan)
+
+    def verify(self, rec: "ClusterRecord", keep_storage: bool) -> list[str]:
+        """Everything still tagged for this cluster, by the cloud's own API (the gc sweep)."""
+        try:
+            from reclaunch.sweep import sweeper_for
+            sweeper = sweeper_for(rec.cloud, rec.region or "")
+        except (ImportError, AttributeError) as exc:
+            raise ProviderError(f"cannot verify the teardown of {rec.name}: {exc}",
+                                hint=f"run `reclaunch gc --cluster {rec.name}` once available")
+        left = sweeper.list(rec.name)
+        if keep_storage:
+            left = [o for o in left if not any(k in o.kind.lower() for k in STORAGE_KINDS)]
+        return [o.label for o in left]
+
+    # ---- the Provider protocol -----------------------------------------------------------
+    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
+           preflight: bool = False, detach: bool = False, backend: str | None = None,
+           spec_path: str | None = None, **_: Any) -> "JobStatus":
+        from reclaunch import lifecycle
+        self.check_ready(plan)
+        env = self.env(backend)
+        text = open(spec_path).read() if spec_path and os.path.exists(spec_path) else None
+        others, job = lifecycle.manifests_for(plan)
+        rec = lifecycle.record_for(plan, backend=backend, spec_path=spec_path, spec_text=text,
+                                   job=job)
+        after = (lambda r: spawn_watcher(r.name, backend)) if detach and not watch else None
+        return lifecycle.up(plan, env, yes=yes, force=force, preflight=preflight,
+                            watch=watch and not detach, record=rec, after_start=after)
+
+    def _env_for(self, name: str, backend: str | None) -> "Env":
+        from reclaunch.journal import Journal
+        return self.env(backend or Journal(name).record().backend)
+
+    def watch(self, name: str, backend: str | None = None) -> "JobStatus":
+        from reclaunch import lifecycle
+        from reclaunch.journal import Journal
+        return lifecycle.watch_job(Journal(name).record(), self._env_for(name, backend))
+
+    def status(self, name: str, backend: str | None = None) -> "JobStatus":
+        from reclaunch import lifecycle
+        return lifecycle.status(name, self._env_for(name, backend))
+
+    def logs(self, name: str, rank: int | None = None, follow: bool = False,
+             backend: str | None = None) -> Iterator[str]:
+        from reclaunch import lifecycle
+        return lifecycle.logs(name, self._env_for(name, backend), rank=rank, follow=follow)
+
+    def down(self, name: str, *, keep_storage: bool = False, yes: bool = False,
+             backend: str | None = None) -> None:
+        from reclaunch import lifecycle
+        self.check_ready(None)
+        lifecycle.down(name, self._env_for(name, backend), yes=yes, keep_storage=keep_storage)
+
+
+def _kube_for(outputs: dict[str, Any]):
+    from reclaunch.kube import Kube
+    kubeconfig = outputs.get("kubeconfig")
+    if not kubeconfig:
+        raise ProviderError("the stack has no kubeconfig output; was provisioning completed?",
+                            hint="rerun `reclaunch up`")
+    return Kube.from_kubeconfig(kubeconfig)
+
+
+# ---- the detached watcher ---------------------------------------------------------------------
+
+def pid_file(name: str):
+    from reclaunch.journal import private_dir
+    return private_dir("watch") / f"{name}.pid"
+
+
+def watcher_pid(name: str) -> int | None:
+    """The running watcher's pid, or None (a stale pid file is removed)."""
+    f = pid_file(name)
+    try:
+        pid = int(f.read_text().strip())
+        os.kill(pid, 0)
+        return pid
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        f.unlink(missing_ok=True)
+        return None
+    except PermissionError:
+        return pid
+
+
+def spawn_watcher(name: str, backend: str | None = None) -> int:
+    """Start `watch NAME` in a new session that outlives this terminal; one per cluster."""
+    running = watcher_pid(name)
+    if running:
+        return running
+    from reclaunch.journal import Journal, private_dir
+    log = open(private_dir("watch") / f"{name}.log", "ab")
+    cmd = [sys.executable, "-m", "reclaunch.providers.kubecloud", "watch", name]
+    if backend:
+        cmd += ["--backend", backend]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True, env=os.environ.copy())
+    pid_file(name).write_text(str(proc.pid))
+    Journal(name).write("watcher", "info", pid=proc.pid, message=f"detached watcher pid {proc.pid}")
+    return proc.pid
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from reclaunch.errors import ReclaunchError
+    from reclaunch.journal import Journal
+    from reclaunch.providers import get
+    p = argparse.ArgumentParser(prog="reclaunch-watch")
+    p.add_argument("verb", choices=["watch"])
+    p.add_argument("name")
+    p.add_argument("--backend")
+    a = p.parse_args(argv)
+    pid_file(a.name).write_text(str(os.getpid()))
+    try:
+        provider = get(Journal(a.name).record().cloud)
+        st = provider.watch(a.name, backend=a.backend)
+        print(f"{a.name}: {st.state} {st.message}", flush=True)
+        return 0
+    except ReclaunchError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    finally:
+        pid_file(a.name).unlink(missing_ok=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

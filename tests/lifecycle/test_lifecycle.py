@@ -1,0 +1,248 @@
+"""The up/down state machine against fake infra and a fake cluster: crashes at every step,
+budget refusal, capacity fallback, and idempotent resumes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from reclaunch import lifecycle
+from reclaunch.errors import PlanError, ProviderError, UsageError
+from reclaunch.journal import Journal
+from reclaunch.providers import aws
+
+from .conftest import Crash
+
+STEPS = ["provision", "apply", "start"]
+
+
+def with_spec(plan, **updates):
+    spec = plan.spec.model_copy(update=updates)
+    return dataclasses.replace(plan, spec=spec, zones=list(spec.zones) or plan.zones)
+
+
+def assert_all_created_once(world):
+    assert world.cloud.created, "nothing was created"
+    assert set(world.cloud.created.values()) == {1}, world.cloud.created
+    assert world.kube.job_creations == 1
+
+
+def test_up_happy_path_journals_every_step(world, plan):
+    st = lifecycle.up(plan, world.env(), yes=True)
+    assert st.state == "Running"
+    assert sorted(world.cloud.tagged(plan.name)) == sorted(
+        f"urn:{plan.name}::{k}" for k in world.infra.KINDS)
+    assert_all_created_once(world)
+    kinds = [k[0] for k in world.kube.objects]
+    assert kinds.count("PyTorchJob") == 1 and "Namespace" in kinds
+    steps = [(e["step"], e["outcome"]) for e in Journal(plan.name).entries()]
+    for s in ("provision", "apply", "start"):
+        assert (s, "start") in steps and (s, "ok") in steps
+    assert st.details["capacity"] == {"spot": 1, "on-demand": 1}
+
+
+def test_no_tty_without_yes_refuses_before_anything(world, plan):
+    with pytest.raises(UsageError, match="pass --yes"):
+        lifecycle.up(plan, world.env(), yes=False)
+    assert not world.cloud.created and not world.infra.attempts
+    assert not Journal(plan.name).exists()
+
+
+def test_declined_confirmation_creates_nothing(world, plan):
+    st = lifecycle.up(plan, world.env(confirm=lambda q: False))
+    assert st.state == "Pending" and not world.cloud.created
+
+
+def test_budget_refusal_and_force(world, plan):
+    cheap = with_spec(plan, budget=plan.spec.budget.model_copy(update={"max_usd": 1.0}))
+    with pytest.raises(PlanError, match="refusing to start.*budget"):
+        lifecycle.up(cheap, world.env(), yes=True)
+    assert not world.cloud.created
+    assert lifecycle.up(cheap, world.env(), yes=True, force=True).state == "Running"
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_crash_after_each_step_then_up_again(world, plan, step):
+    def crash(name):
+        if name == step:
+            raise Crash(f"after {name}")
+    with pytest.raises(Crash):
+        lifecycle.up(plan, world.env(after_step=crash), yes=True)
+    st = lifecycle.up(plan, world.env(), yes=True)
+    assert st.state == "Running"
+    assert_all_created_once(world)
+    lifecycle.down(plan.name, world.env(), yes=True)
+    assert world.cloud.tagged(plan.name) == []
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_crash_after_each_step_then_down(world, plan, step):
+    def crash(name):
+        if name == step:
+            raise Crash(name)
+    with pytest.raises(Crash):
+        lifecycle.up(plan, world.env(after_step=crash), yes=True)
+    lifecycle.down(plan.name, world.env(), yes=True)
+    assert world.cloud.tagged(plan.name) == []
+    assert Journal(plan.name).last("verify")["outcome"] == "ok"
+
+
+@pytest.mark.parametrize("kind", ["vpc", "eks", "nodepool", "storage"])
+def test_crash_mid_provision_leaves_pending_ops_that_are_cleared(world, plan, kind):
+    world.infra.crash_before_create = kind
+    with pytest.raises(Crash):
+        lifecycle.up(plan, world.env(), yes=True)
+    j = Journal(plan.name)
+    assert j.interrupted() == "provision"
+    st = lifecycle.status(plan.name, world.env())
+    assert st.state == "Pending" and "interrupted during provision" in st.message
+    assert lifecycle.up(plan, world.env(), yes=True).state == "Running"
+    assert j.last("recover")["outcome"] == "ok"
+    assert world.infra.pending(plan.name) == []
+    assert_all_created_once(world)
+
+
+def test_crash_mid_create_orphan_is_caught_by_verify(world, plan):
+    world.infra.crash_before_create = "nodepool"
+    world.infra.orphan_on_crash = True   # the cloud made it, the state never heard
+    with pytest.raises(Crash):
+        lifecycle.up(plan, world.env(), yes=True)
+    with pytest.raises(ProviderError, match="still there.*nodepool") as exc:
+        lifecycle.down(plan.name, world.env(), yes=True)
+    assert "reclaunch gc --cluster criteo-deepfm --yes" in str(exc.value)
+    assert Journal(plan.name).last("verify")["outcome"] == "failed"
+
+
+def test_crash_while_starting_job_does_not_start_it_twice(world, plan):
+    world.kube.crash_on_apply_kind = "PyTorchJob"
+    with pytest.raises(Crash):
+        lifecycle.up(plan, world.env(), yes=True)
+    lifecycle.up(plan, world.env(), yes=True)
+    lifecycle.up(plan, world.env(), yes=True)   # a third run changes nothing either
+    assert_all_created_once(world)
+
+
+def test_ctrl_c_is_journaled_as_interrupted(world, plan):
+    def interrupt(name):
+        raise KeyboardInterrupt
+    world.env()  # noqa
+    world.infra.up = lambda plan, on_event=None: interrupt("provision")
+    with pytest.raises(KeyboardInterrupt):
+        lifecycle.up(plan, world.env(), yes=True)
+    assert Journal(plan.name).last("provision")["error"] == "interrupted"
+
+
+def test_up_after_down_is_a_new_lifetime(world, plan):
+    lifecycle.up(plan, world.env(), yes=True)
+    lifecycle.down(plan.name, world.env(), yes=True)
+    assert lifecycle.status(plan.name, world.env()).state == "Missing"
+    world.kube.objects.clear()
+    lifecycle.up(plan, world.env(), yes=True)
+    assert set(world.cloud.created.values()) == {2}   # created again, once, after a destroy
+
+
+def test_down_keep_storage(world, plan):
+    lifecycle.up(plan, world.env(), yes=True)
+    lifecycle.down(plan.name, world.env(), yes=True, keep_storage=True)
+    assert world.cloud.tagged(plan.name) == [f"urn:{plan.name}::storage"]
+    lifecycle.down(plan.name, world.env(), yes=True)
+    assert world.cloud.tagged(plan.name) == []
+
+
+def test_down_unknown_cluster(world):
+    with pytest.raises(UsageError, match="no cluster named 'nope'"):
+        lifecycle.down("nope", world.env(), yes=True)
+
+
+# ---- capacity policy (the real aws table and fallback through the provider's env) ------------
+
+def aws_env(world, **kw):
+    prov = aws.provider(infra=world.infra, kube_for=lambda o: world.kube, clock=world.clock,
+                        sleep=world.clock.sleep, console=world.env().console,
+                        is_tty=lambda: False, verify=world.env().verify,
+                        extra={"verify_attempts": 1}, **kw)
+    return prov.env()
+
+
+def two_zone(plan):
+    return with_spec(plan, zones=["us-east-1a", "us-east-1b"])
+
+
+def test_capacity_error_tries_next_zone(world, plan):
+    p = two_zone(plan)
+    world.infra.capacity[(("us-east-1a", "us-east-1b"), True)] = (
+        "error: creating EC2 Fleet: InsufficientInstanceCapacity: We currently do not have "
+        "sufficient p4d.24xlarge capacity in the Availability Zone you requested (us-east-1a)")
+    st = lifecycle.up(p, aws_env(world), yes=True)
+    assert st.state == "Running"
+    assert world.infra.attempts == [(("us-east-1a", "us-east-1b"), True), (("us-east-1b",), True)]
+    assert_all_created_once(world)
+
+
+def test_spot_capacity_falls_back_to_on_demand(world, plan):
+    p = two_zone(plan)
+    err = "UnfulfillableCapacity: spot capacity not available"
+    world.infra.capacity[(("us-east-1a", "us-east-1b"), True)] = err
+    world.infra.capacity[(("us-east-1b",), True)] = err
+    lifecycle.up(p, aws_env(world), yes=True)
+    assert world.infra.attempts[-1] == (("us-east-1a", "us-east-1b"), False)
+    rec = Journal(p.name).record()
+    assert rec.spot is False and rec.usd_per_hour > 0
+    assert Journal(p.name).last("provision")["variant"]["spot"] is False
+    assert_all_created_once(world)
+
+
+def test_quota_is_a_clear_stop_that_leaves_nothing(world, plan):
+    world.infra.capacity[(tuple(plan.zones), True)] = (
+        "VcpuLimitExceeded: You have requested more vCPU capacity than your current vCPU limit")
+    with pytest.raises(ProviderError, match="no capacity.*quota") as exc:
+        lifecycle.up(plan, aws_env(world), yes=True)
+    assert "Service Quotas" in str(exc.value)
+    assert world.cloud.tagged(plan.name) == []           # vpc/eks made before the failure: gone
+    assert Journal(plan.name).last("verify")["outcome"] == "ok"
+
+
+def test_no_fallback_allowed_stops(world, plan):
+    p = with_spec(plan, spot=plan.spec.spot.model_copy(update={"fallback": "none"}))
+    world.infra.capacity[(tuple(p.zones), True)] = "InsufficientInstanceCapacity"
+    with pytest.raises(ProviderError, match="no capacity"):
+        lifecycle.up(p, aws_env(world), yes=True)
+    assert len(world.infra.attempts) == 1 and world.cloud.tagged(p.name) == []
+
+
+def test_other_errors_keep_the_stack_and_say_how_to_clean_up(world, plan):
+    world.infra.capacity[(tuple(plan.zones), True)] = "AccessDenied: not authorized"
+    with pytest.raises(ProviderError, match="reclaunch down criteo-deepfm"):
+        lifecycle.up(plan, aws_env(world), yes=True)
+    assert world.cloud.tagged(plan.name)   # kept for the user to fix and resume
+    lifecycle.down(plan.name, aws_env(world), yes=True)
+    assert world.cloud.tagged(plan.name) == []
+
+
+@pytest.mark.parametrize("text,kind", [
+    ("InsufficientInstanceCapacity: ...", "capacity"),
+    ("MaxSpotInstanceCountExceeded", "spot_quota"),
+    ("VcpuLimitExceeded", "quota"),
+    ("nothing to see", None),
+])
+def test_aws_error_table(text, kind):
+    from reclaunch.providers.kubecloud import classify
+    assert classify(aws.ERRORS, text) == kind
+
+
+@pytest.mark.parametrize("mod,text,kind", [
+    ("gcp", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS", "capacity"),
+    ("gcp", "Quota 'NVIDIA_A100_GPUS' exceeded. Limit: 0.0", "quota"),
+    ("gcp", "Quota 'PREEMPTIBLE_NVIDIA_H100_GPUS' exceeded", "spot_quota"),
+    ("azure", "Code=SkuNotAvailable Message=The requested size is not available", "capacity"),
+    ("azure", "Code=QuotaExceeded Operation could not be completed as it results in "
+              "exceeding approved standardNDAMSv4Family Cores quota", "quota"),
+    ("azure", "exceeding approved LowPriorityCores quota", "spot_quota"),
+])
+def test_other_cloud_error_tables(mod, text, kind):
+    import importlib
+
+    from reclaunch.providers.kubecloud import classify
+    m = importlib.import_module(f"reclaunch.providers.{mod}")
+    assert classify(m.ERRORS, text) == kind
