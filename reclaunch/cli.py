@@ -283,6 +283,27 @@ def down(name_or_file: str, yes: bool, keep_storage: bool, backend: str | None) 
     cli_down(name_or_file, yes=yes, keep_storage=keep_storage, backend=backend)
 
 
+@cli.command()
+@click.argument("name")
+@click.option("--node", type=int, required=True, help="Which simulated node (0-based).")
+@click.option("--notice", type=float, default=10.0, show_default=True,
+              help="Seconds between the reclaim notice (SIGTERM) and SIGKILL (AWS gives 120).")
+@click.option("--replace-after", type=float, default=5.0, show_default=True,
+              help="Seconds until the replacement node joins, as an autoscaler would add one.")
+def preempt(name: str, node: int, notice: float, replace_after: float) -> None:
+    """Spot-reclaim drill on a running cloud: local cluster: notice, grace, kill, replace."""
+    from reclaunch.lifecycle import provider_for
+
+    provider = provider_for(name)
+    if not hasattr(provider, "preempt"):
+        raise UsageError(f"{name} is a {provider.name} cluster: preempt drills run on cloud: local "
+                         "clusters (rehearse there before paying for spot reclaims)")
+    record = provider.preempt(name, node, notice=notice, replace_after=replace_after)
+    click.echo(f"node {node} of {name} reclaimed (notice {notice:g}s); "
+               f"a replacement joins in {replace_after:g}s"
+               + (f": {record.get('message')}" if isinstance(record, dict) and record.get("message") else ""))
+
+
 # ------------------------------------------------------------------ gc
 
 @cli.command()

@@ -383,9 +383,13 @@ def logs(name: str, env: Env, *, rank: int | None = None, follow: bool = False) 
 
 # ---- entry points for the CLI -----------------------------------------------------------------
 
-def _provider_for(name: str):
+def provider_for(name: str):
+    """The provider of a known cluster (from its journal record)."""
     from reclaunch.providers import get
     return get(Journal(name).record().cloud)
+
+
+_provider_for = provider_for
 
 
 def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool = False,

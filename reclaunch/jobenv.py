@@ -1,0 +1,97 @@
+"""The environment every training process gets, on a cluster or on this machine.
+
+One function so the PyTorchJob container (render) and `cloud: local` (torchrun here) can
+never drift apart: the trainer in examples/trainer reads exactly these names.
+Precedence, lowest first: reclaunch's settings, the plan's NCCL profile, the user's job.env.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+
+def _csv(values) -> str:
+    return ",".join(str(int(v)) for v in values)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def total_steps(plan: "Plan") -> int:
+    """Optimizer steps for dataset.samples x epochs at the planned world size."""
+    job = plan.spec.job
+    per_step = job.batch_size * job.grad_accumulation * max(1, plan.world_size)
+    return max(1, math.ceil(job.dataset.samples * job.dataset.epochs / per_step))
+
+
+def storage_paths(plan: "Plan", local_root: str | Path | None = None) -> tuple[str | None, str]:
+    """-> (DATA_DIR, CHECKPOINT_DIR).
+
+    On a cluster the storage is mounted at storage.mount_path and a relative checkpoint path
+    lives on it. With `local_root` (cloud: local) the hostpath volume is `local_root/data`, a
+    path under mount_path maps into it, and a relative checkpoint path is `local_root/<path>`.
+    """
+    spec = plan.spec
+    mount = spec.storage.mount_path
+    has_storage = spec.storage.kind != "none"
+    ckpt = spec.job.checkpoint.path
+    if local_root is None:
+        data_dir = mount if has_storage else None
+        if not posixpath.isabs(ckpt) and has_storage:
+            ckpt = posixpath.join(mount, ckpt)
+        if spec.job.dataset.path and data_dir:
+            data_dir = posixpath.join(mount, spec.job.dataset.path)
+        return data_dir, ckpt
+    root = Path(local_root)
+    data = root / "data"
+    data_dir = str(data) if has_storage else None
+    if spec.job.dataset.path and data_dir:
+        data_dir = str(data / spec.job.dataset.path.lstrip("/"))
+    if not posixpath.isabs(ckpt):
+        ckpt_dir = root / ckpt
+    elif has_storage and (ckpt == mount or ckpt.startswith(mount.rstrip("/") + "/")):
+        ckpt_dir = data / posixpath.relpath(ckpt, mount)
+    else:
+        ckpt_dir = Path(ckpt)
+    return data_dir, str(ckpt_dir)
+
+
+def job_env(plan: "Plan", *, local_root: str | Path | None = None) -> dict[str, str]:
+    """Environment for each training process of `plan` (strings only, deterministic order)."""
+    spec = plan.spec
+    job, model = spec.job, spec.model
+    data_dir, ckpt_dir = storage_paths(plan, local_root)
+    env: dict[str, str] = {
+        "RECLAUNCH_CLUSTER": spec.name,
+        "RECLAUNCH_MODEL": model.preset,
+        "RECLAUNCH_BATCH_SIZE": str(job.batch_size),
+        "RECLAUNCH_GRAD_ACCUM": str(job.grad_accumulation),
+        "RECLAUNCH_PRECISION": job.precision,
+        "RECLAUNCH_OPTIMIZER": job.optimizer,
+        "RECLAUNCH_EMBEDDING_DIM": str(model.embedding_dim),
+        "RECLAUNCH_TABLE_ROWS": _csv(t.rows for t in model.tables),
+        "RECLAUNCH_MLP": _csv(model.mlp),
+        "RECLAUNCH_STEPS": str(total_steps(plan)),
+        "RECLAUNCH_NUM_WORKERS": str(job.num_workers if job.num_workers is not None
+                                     else plan.dataloader_workers),
+        "CHECKPOINT_DIR": ckpt_dir,
+        "CHECKPOINT_EVERY_MINUTES": _num(job.checkpoint.every_minutes),
+    }
+    if model.bottom_mlp:
+        env["RECLAUNCH_BOTTOM_MLP"] = _csv(model.bottom_mlp)
+    if model.cross_layers:
+        env["RECLAUNCH_CROSS_LAYERS"] = str(model.cross_layers)
+    if model.cross_low_rank:
+        env["RECLAUNCH_CROSS_RANK"] = str(model.cross_low_rank)
+    if data_dir:
+        env["DATA_DIR"] = data_dir
+    env.update({k: str(v) for k, v in plan.nccl_env.items()})
+    env.update({k: str(v) for k, v in job.env.items()})
+    return env

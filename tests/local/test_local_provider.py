@@ -1,0 +1,146 @@
+"""cloud: local for real: torchrun agents, c10d rendezvous, the reference trainer."""
+
+from __future__ import annotations
+
+import io
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reclaunch.errors import ProviderError, UsageError
+from reclaunch.providers import local_proc as lp
+
+QUICK = ["python", "-c", "import os; print('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])"]
+
+
+def wait_for(pred, timeout: float, what: str, poll: float = 0.3):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = pred()
+        if got:
+            return got
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def assert_nothing_left(name: str, port: int | None) -> None:
+    left = wait_for(lambda: not lp.run_pids(name) or None, 15, "no processes") if lp.run_pids(name) else True
+    assert left and lp.run_pids(name) == []
+    if port:
+        assert lp.port_free(port), f"rendezvous port {port} still bound"
+
+
+@pytest.mark.timeout(240)
+def test_end_to_end_two_nodes_succeed_and_tear_down(home, provider, helpers):
+    from rich.console import Console
+
+    spec = helpers.make_spec("e2e", args=["--model", "deepfm", "--steps", "120", "--log-every", "20"])
+    out = io.StringIO()
+    t0 = time.monotonic()
+    st = provider.up(helpers.local_plan(spec), watch=True, cwd=str(helpers.REPO), console=Console(file=out, width=140))
+    text = out.getvalue()
+    assert st.state == "Succeeded", (st.message, text)
+    assert "final throughput" in text and "step    120" in text, text
+    prog = st.details["progress"]
+    assert prog["done"]["step"] == 120
+    losses = [loss for _, loss in prog["losses"]]
+    assert losses[-1] < losses[0], losses
+    result = st.details["result"]
+    assert result["world_size"] == 2 and result["status"] == "completed"
+    assert provider.status("e2e").state == "Succeeded"
+    assert st.details["torn_down"]
+    assert_nothing_left("e2e", st.details["port"])
+    ranks = {lp.split_rank(line)[0] for line in provider.logs("e2e")}
+    assert 0 in ranks                                           # the trainer logs on rank 0 only
+    assert all(line.startswith("[rank0]: ") for line in provider.logs("e2e", rank=0))
+    print(f"e2e wall {time.monotonic() - t0:.1f}s")
+    provider.down("e2e")
+    assert not (home / "local" / "e2e").exists()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("node", [1, 0])
+def test_spot_reclaim_drill_resumes_from_checkpoint(home, provider, node, helpers):
+    sys.path.insert(0, str(helpers.REPO / "examples" / "trainer"))
+    import checkpoint
+
+    spec = helpers.make_spec("drill", args=["--model", "deepfm", "--steps", "240", "--log-every", "10"],
+                     every_minutes=0.1)
+    provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
+    wait_for(lambda: (provider.status("drill").details["progress"].get("step") or 0) >= 40, 150,
+             "step 40")
+    rec = provider.preempt("drill", node, notice=10, replace_after=2)
+    assert rec["status"] in ("killed", "replaced")
+    st = wait_for(lambda: (s := provider.status("drill")).state in lp.TERMINAL and s, 240, "the job to end")
+    assert st.state == "Succeeded", st.message
+    prog = st.details["progress"]
+    assert prog["done"]["step"] == 240, prog["done"]            # every step
+    assert prog["sigterms"], "the trainer never saw the SIGTERM notice"
+    assert prog["resumed_from"], "no restart resumed from a checkpoint"
+    before = [c for c in prog["checkpoints"] if c <= prog["sigterms"][0]]
+    assert prog["resumed_from"][0] == max(before)               # nothing after the last checkpoint lost
+    assert prog["resumed_from"][0] >= rec["step_at_notice"]
+    assert st.pods[node]["restarts"] == 1                       # the node was replaced once
+    ckpt_dir = Path((lp.read_json(home / "local" / "drill" / "launch.json"))["env"]["CHECKPOINT_DIR"])
+    files = sorted(ckpt_dir.iterdir())
+    assert files and not [f for f in files if f.name.endswith(".tmp")]
+    for f in files:                                             # never torn: length + sha256 verify
+        assert checkpoint.load(str(f))["step"] > 0
+    assert_nothing_left("drill", st.details["port"])
+    provider.down("drill")
+
+
+@pytest.mark.timeout(120)
+def test_failing_command_reports_the_ranks_last_lines(home, provider, helpers):
+    cmd = ["python", "-c", "import os,sys; print('loading shard 7 on rank', os.environ['RANK']); "
+           "print('ValueError: bad shard header', flush=True); sys.exit(1)"]
+    spec = helpers.make_spec("boom", command=cmd, args=[], max_restarts=0)
+    st = provider.up(helpers.local_plan(spec), watch=True, cwd=str(helpers.REPO), console=_quiet())
+    assert st.state == "Failed"
+    assert "ValueError: bad shard header" in st.message
+    assert st.details["failure"]["rank"] in (0, 1)
+    assert_nothing_left("boom", st.details["port"])
+    provider.down("boom")
+
+
+@pytest.mark.timeout(120)
+def test_port_in_use_second_up_and_down(home, provider, helpers):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    taken = busy.getsockname()[1]
+    try:
+        cmd = ["python", "-c", "import time; time.sleep(120)"]
+        spec = helpers.make_spec("busy", command=cmd, args=[], teardown="never")
+        st = provider.up(helpers.local_plan(spec), watch=False, port=taken, cwd=str(helpers.REPO))
+        port = st.details["port"]
+        assert port and port != taken
+        assert "in use" in provider.status("busy").message
+        with pytest.raises(ProviderError, match="already up"):
+            provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
+        wait_for(lambda: len(lp.run_pids("busy")) >= 5, 60, "supervisor, 2 agents and 2 workers")
+        assert not lp.port_free(port)
+        provider.down("busy")
+        assert lp.run_pids("busy") == [] and lp.port_free(port)
+        assert not (home / "local" / "busy").exists()
+    finally:
+        busy.close()
+
+
+def test_down_or_status_of_an_unknown_cluster_is_a_usage_error(home, provider, helpers):
+    with pytest.raises(UsageError, match="no local cluster named 'nope'") as exc:
+        provider.down("nope")
+    assert exc.value.exit_code == 2
+    with pytest.raises(UsageError):
+        provider.status("nope")
+    with pytest.raises(UsageError):
+        provider.preempt("nope", 1)
+
+
+def _quiet():
+    from rich.console import Console
+
+    return Console(file=io.StringIO())
