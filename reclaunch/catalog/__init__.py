@@ -12,7 +12,6 @@ import datetime as _dt
 import os
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 STALE_AFTER_DAYS = 90
@@ -156,6 +155,13 @@ def write_rows(path: Path, offers: list[Offer]) -> None:
 
 
 def _bundled_text(name: str) -> str:
+    # A plain file read on the normal (unzipped) install; importlib.resources (slower to
+    # import, on the CLI start-up path) only when the package runs from a zip.
+    path = Path(__file__).with_name("data") / name
+    if path.is_file():
+        return path.read_text()
+    from importlib import resources
+
     return resources.files(__package__).joinpath("data", name).read_text()
 
 
