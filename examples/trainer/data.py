@@ -1,0 +1,165 @@
+"""Batches by position: synthetic Criteo-like data, or real shards under DATA_DIR.
+
+Every source answers `batch(k)` = the k-th micro-batch of THIS rank, a pure function of
+(seed, rank, world_size, k). Resuming is therefore just "start at k = step * grad_accum":
+no iterator state, no RNG state in the checkpoint, and DataLoader workers can split
+batches by k without changing the order.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+
+NUM_DENSE = 13
+NUM_SPARSE = 26
+# Criteo 1TB cardinalities scaled to CPU size (capped at 10k rows): ~68k rows in all.
+DEFAULT_TABLE_ROWS = [10000, 3906, 1729, 742, 2026, 3, 712, 154, 63, 10000, 3067, 4052, 10,
+                      220, 1193, 155, 4, 976, 14, 10000, 10000, 10000, 5901, 1297, 108, 36]
+_TEACHER_BUCKETS = 1 << 16  # teacher weights are hashed: memory stays bounded for huge tables
+
+Batch = tuple[np.ndarray, np.ndarray, np.ndarray]  # dense f32 [B,13], sparse i64 [B,T], labels f32 [B]
+
+
+class SyntheticCriteo:
+    """Deterministic Criteo-like data: 13 dense + len(table_rows) sparse features.
+
+    Ids are power-law distributed (id = floor(rows * u**alpha): a few hot rows, a long
+    tail) and labels are Bernoulli(sigmoid(teacher logit)) where the teacher — shared by
+    all ranks, derived from the seed alone — has per-id first-order weights, a dense
+    linear term and one pairwise interaction, so a DeepFM/DCNv2 can really learn it.
+    """
+
+    def __init__(self, table_rows: Sequence[int], batch_size: int, seed: int = 0,
+                 rank: int = 0, world_size: int = 1, alpha: float = 3.0):
+        self.table_rows = np.asarray(table_rows, dtype=np.int64)
+        self.batch_size, self.seed, self.rank, self.world_size = batch_size, seed, rank, world_size
+        self.alpha = alpha
+        t = len(table_rows)
+        rng = np.random.default_rng([seed, 0x7EAC4E2])
+        self.w_sparse = rng.normal(0.0, 1.0, size=(t, _TEACHER_BUCKETS)) * (2.0 / np.sqrt(t))
+        self.z_sparse = rng.normal(0.0, 1.0, size=(t, _TEACHER_BUCKETS, 4)) / 2.0
+        self.w_dense = rng.normal(0.0, 1.0, size=NUM_DENSE) / np.sqrt(NUM_DENSE)
+        self.pair = (0, min(1, t - 1))
+
+    def _bucket(self, ids: np.ndarray) -> np.ndarray:
+        return ((ids * 2654435761) & 0xFFFFFFFF) % _TEACHER_BUCKETS
+
+    def batch(self, k: int) -> Batch:
+        rng = np.random.default_rng([self.seed, self.rank, self.world_size, k])
+        b, t = self.batch_size, len(self.table_rows)
+        u = rng.random((b, t))
+        sparse = np.minimum((u ** self.alpha * self.table_rows).astype(np.int64), self.table_rows - 1)
+        dense = rng.standard_normal((b, NUM_DENSE)).astype(np.float32)
+        h = self._bucket(sparse)
+        cols = np.arange(t)
+        logit = self.w_sparse[cols, h].sum(1) + dense @ self.w_dense
+        a, c = self.pair
+        logit += (self.z_sparse[a, h[:, a]] * self.z_sparse[c, h[:, c]]).sum(1)
+        labels = (rng.random(b) < 1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
+        return dense, sparse, labels
+
+
+class ShardReader:
+    """Real data under a directory, read as one concatenated table of N rows.
+
+    Formats: `.npy` triples `<name>dense.npy` (float32 [N,13]), `<name>sparse.npy`
+    (int64 [N,26]), `<name>labels.npy` ([N]) — memory-mapped; or `.parquet` files with
+    columns label, I1..I13, C1..C26 (integer ids; needs pyarrow). Rank r's k-th batch is
+    rows [(k*W + r)*B, +B) modulo N, so ranks read disjoint slices and epochs wrap.
+    """
+
+    def __init__(self, data_dir: str, batch_size: int, rank: int = 0, world_size: int = 1):
+        self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
+        self.parts: list[Batch] = []
+        for dense_path in sorted(glob.glob(os.path.join(data_dir, "**", "*dense*.npy"), recursive=True)):
+            head, name = os.path.split(dense_path)
+            arrays = [np.load(os.path.join(head, name.replace("dense", kind)), mmap_mode="r")
+                      for kind in ("dense", "sparse", "labels")]
+            self.parts.append(tuple(arrays))
+        parquet = sorted(glob.glob(os.path.join(data_dir, "**", "*.parquet"), recursive=True))
+        if parquet:
+            self.parts += [_read_parquet(p) for p in parquet]
+        if not self.parts:
+            raise FileNotFoundError(f"no *dense*.npy or *.parquet shards under {data_dir}")
+        for d, s, y in self.parts:
+            if not (len(d) == len(s) == len(y)) or d.shape[1] != NUM_DENSE:
+                raise ValueError(f"shard shapes disagree: dense {d.shape}, sparse {s.shape}, labels {y.shape}")
+        self.sizes = np.array([len(p[0]) for p in self.parts], dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(self.sizes)[:-1]])
+        self.num_rows = int(self.sizes.sum())
+        self.num_sparse = self.parts[0][1].shape[1]
+
+    def batch(self, k: int) -> Batch:
+        first = (k * self.world_size + self.rank) * self.batch_size
+        rows = (first + np.arange(self.batch_size)) % self.num_rows
+        part = np.searchsorted(self.starts, rows, side="right") - 1
+        dense = np.empty((self.batch_size, NUM_DENSE), np.float32)
+        sparse = np.empty((self.batch_size, self.num_sparse), np.int64)
+        labels = np.empty(self.batch_size, np.float32)
+        for p in np.unique(part):
+            sel = part == p
+            local = rows[sel] - self.starts[p]
+            d, s, y = self.parts[p]
+            dense[sel], sparse[sel], labels[sel] = d[local], s[local], y[local]
+        return dense, sparse, labels
+
+
+def _read_parquet(path: str) -> Batch:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # optional: only needed for parquet shards
+        raise ImportError(f"reading {path} needs pyarrow: pip install pyarrow (or convert to .npy shards)") from exc
+    table = pq.read_table(path)
+    dense = np.stack([table[f"I{i}"].to_numpy() for i in range(1, NUM_DENSE + 1)], 1).astype(np.float32)
+    sparse = np.stack([table[f"C{i}"].to_numpy() for i in range(1, NUM_SPARSE + 1)], 1)
+    if not np.issubdtype(sparse.dtype, np.integer):
+        raise ValueError(f"{path}: C1..C26 must be integer ids (hash/categorify them first)")
+    return dense, sparse.astype(np.int64), table["label"].to_numpy().astype(np.float32)
+
+
+def has_shards(data_dir: str | None) -> bool:
+    if not data_dir or not os.path.isdir(data_dir):
+        return False
+    return any(glob.glob(os.path.join(data_dir, "**", pat), recursive=True) for pat in ("*dense*.npy", "*.parquet"))
+
+
+def make_source(kind: str, data_dir: str | None, table_rows: Sequence[int], batch_size: int,
+                seed: int, rank: int, world_size: int):
+    """kind: auto (shards if DATA_DIR has any, else synthetic) | synthetic | files."""
+    if kind == "files" or (kind == "auto" and has_shards(data_dir)):
+        if not data_dir:
+            raise ValueError("--dataset files needs DATA_DIR / --data-dir")
+        return ShardReader(data_dir, batch_size, rank, world_size)
+    if kind not in ("auto", "synthetic"):
+        raise ValueError(f"unknown dataset kind {kind!r}: expected auto, synthetic or files")
+    return SyntheticCriteo(table_rows, batch_size, seed, rank, world_size)
+
+
+class BatchStream(torch.utils.data.IterableDataset):
+    """Micro-batches start, start+1, ... of a source; worker w of n takes k = w mod n.
+
+    DataLoader takes one batch from each worker in turn, so the order is the same for
+    any num_workers.
+    """
+
+    def __init__(self, source, start: int = 0):
+        self.source, self.start = source, start
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        info = torch.utils.data.get_worker_info()
+        wid, n = (info.id, info.num_workers) if info else (0, 1)
+        k = self.start + wid
+        while True:
+            d, s, y = self.source.batch(k)
+            yield torch.from_numpy(d), torch.from_numpy(s), torch.from_numpy(y)
+            k += n
+
+
+def loader(source, start: int, num_workers: int = 0, pin_memory: bool = False):
+    return torch.utils.data.DataLoader(BatchStream(source, start), batch_size=None,
+                                       num_workers=num_workers, pin_memory=pin_memory,
+                                       persistent_workers=False)

@@ -1,0 +1,150 @@
+"""The trainer run for real under torchrun (gloo, 2 processes on 127.0.0.1)."""
+import json
+import re
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+import checkpoint
+from trainer_helpers import SMALL, clean_env, step_lines, torchrun_cmd
+
+
+def _launch(cmd):
+    return subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
+class _Tail:
+    """Collects a process's output on a thread; wait_for(pred) blocks until a line matches."""
+
+    def __init__(self, proc):
+        self.proc, self.lines, self._cv, self.eof = proc, [], threading.Condition(), False
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            with self._cv:
+                self.lines.append(line.rstrip("\n"))
+                self._cv.notify_all()
+        with self._cv:
+            self.eof = True
+            self._cv.notify_all()
+
+    def wait_for(self, pred, timeout):
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while True:
+                for line in self.lines:
+                    if pred(line):
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0 or self.eof:
+                    raise AssertionError("timed out / exited; output:\n" + self.text)
+                self._cv.wait(min(left, 0.5))
+
+    @property
+    def text(self):
+        return "\n".join(self.lines)
+
+
+def _finish(proc, tail, timeout=60):
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    time.sleep(0.2)
+    return tail.text
+
+
+def _children(pid):
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+def _past_step(n):
+    return lambda line: line.startswith("step=") and int(line.split()[0][5:]) >= n
+
+
+@pytest.mark.timeout(120)
+def test_torchrun_two_processes_trains_and_writes_result(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    proc = _launch(torchrun_cmd(2, *SMALL, "--model", "deepfm", "--steps", "150", "--log-every", "10",
+                                "--checkpoint-dir", str(ckpt)))
+    tail = _Tail(proc)
+    out = _finish(proc, tail, timeout=110)
+    assert proc.returncode == 0, out
+    steps = step_lines(out)
+    assert [int(s["step"]) for s in steps] == list(range(10, 151, 10))
+    assert all(s["samples_per_s"] > 0 for s in steps)
+    done = [line for line in out.splitlines() if line.startswith("done ")]
+    assert len(done) == 1 and done[0].startswith("done steps=150 final_loss=")
+    assert "world_size=2" in out
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["status"] == "completed" and result["steps"] == 150 and result["world_size"] == 2
+    assert result["final_loss"] < result["first_loss"] - 0.05, result
+    assert result["samples_per_s"] > 0 and result["resumed_from_step"] == 0 and result["restarts"] == 0
+    assert [s for s, _ in checkpoint.list_checkpoints(str(ckpt))] == [150]
+
+
+@pytest.mark.timeout(150)
+def test_sigterm_to_torchrun_checkpoints_and_rerun_resumes(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    args = [*SMALL, "--log-every", "5", "--checkpoint-dir", str(ckpt),
+            "--checkpoint-every-minutes", "0", "--checkpoint-every-steps", "0"]
+    proc = _launch(torchrun_cmd(2, *args, "--steps", "100000"))
+    tail = _Tail(proc)
+    tail.wait_for(_past_step(30), timeout=90)
+    os.kill(proc.pid, signal.SIGTERM)  # what the kubelet does to the pod's torchrun
+    out = _finish(proc, tail)
+    assert proc.returncode != 0
+    line = tail.wait_for(lambda l: l.startswith("info sigterm step="), timeout=1)
+    stopped = int(re.search(r"step=(\d+)", line).group(1))
+    assert stopped >= 30
+    assert [s for s, _ in checkpoint.list_checkpoints(str(ckpt))] == [stopped], out
+    assert json.loads((tmp_path / "result.json").read_text())["status"] == "interrupted"
+
+    proc = _launch(torchrun_cmd(2, *args, "--steps", str(stopped + 20)))
+    tail = _Tail(proc)
+    out = _finish(proc, tail)
+    assert proc.returncode == 0, out
+    assert f"resumed_from_step={stopped}" in out
+    steps = [int(s["step"]) for s in step_lines(out)]
+    assert steps and steps[0] > stopped and steps[-1] == stopped + 20
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["resumed_from_step"] == stopped and result["steps"] == stopped + 20
+    assert result["status"] == "completed"
+
+
+@pytest.mark.timeout(150)
+def test_sigterm_to_one_worker_elastic_restart_resumes_in_place(tmp_path):
+    """A worker told to stop exits non-zero after rank 0 checkpoints; torchrun restarts the
+    group (TORCHELASTIC_RESTART_COUNT=1) and it carries on from that checkpoint."""
+    ckpt = tmp_path / "ckpt"
+    proc = _launch(torchrun_cmd(2, *SMALL, "--log-every", "5", "--steps", "150", "--checkpoint-dir", str(ckpt),
+                                "--checkpoint-every-minutes", "0", max_restarts=1))
+    tail = _Tail(proc)
+    tail.wait_for(_past_step(30), timeout=90)
+    workers = _children(proc.pid)
+    assert len(workers) == 2, workers
+    os.kill(max(workers), signal.SIGTERM)  # one rank only: the others must agree to stop too
+    out = _finish(proc, tail, timeout=120)
+    assert proc.returncode == 0, out
+    line = next(l for l in out.splitlines() if l.startswith("info sigterm step="))
+    stopped = int(re.search(r"step=(\d+)", line).group(1))
+    assert f"resumed_from_step={stopped}" in out
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["restarts"] == 1 and result["resumed_from_step"] == stopped and result["steps"] == 150
+    assert result["status"] == "completed"
