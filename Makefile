@@ -10,14 +10,13 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# compat editable mode: a plain path entry instead of an import hook (faster CLI start-up).
 # torch==2.13.0 (CPU) comes with the `local` extra; the cloud SDKs are not needed for the demo.
 $(VENV)/.demo-deps: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[local]' --config-settings editable_mode=compat
+	$(BIN)/python -m pip install -q -e '.[local]'
 	touch $@
 
 $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[all,dev]' --config-settings editable_mode=compat
+	$(BIN)/python -m pip install -q -e '.[all,dev]'
 	touch $@
 
 demo: $(VENV)/.demo-deps
