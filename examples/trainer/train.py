@@ -339,8 +339,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _shutdown(ddp: bool) -> None:
-    if ddp and dist.is_initialized():
-        dist.destroy_process_group()
+    """Leave together: a rank that tears its process group down while a peer is still in a
+    collective aborts that peer ("terminate called without an active exception")."""
+    if not (ddp and dist.is_initialized()):
+        return
+    try:
+        if dist.get_backend() == "gloo":
+            dist.monitored_barrier(timeout=timedelta(seconds=60))
+        else:
+            dist.barrier()
+    except Exception as exc:  # a peer already gone: nothing to wait for
+        print(f"warn shutdown barrier: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
