@@ -73,8 +73,13 @@ def schema(out: str | None) -> None:
 
     text = json.dumps(json_schema(), indent=2) + "\n"
     if out:
-        with open(out, "w") as fh:
-            fh.write(text)
+        try:
+            with open(out, "w") as fh:
+                fh.write(text)
+        except OSError as exc:
+            from reclaunch.errors import output_error
+
+            raise output_error(out, exc) from None
     else:
         click.echo(text, nl=False)
 
@@ -95,20 +100,27 @@ def catalog(ctx: click.Context, cloud, gpu, region, as_json) -> None:
     from reclaunch.catalog.show import offers_json, offers_table
 
     cat = load_catalog()
-    gpu_name = None
-    if gpu:
+    if gpu is None:
+        rows = offers(cat, cloud=cloud, region=region)
+    else:
+        import re
+
         from reclaunch.spec import normalize_gpu
 
-        got = normalize_gpu(gpu, sorted(cat.gpus))
-        if not isinstance(got, str):
-            # "A100" matches two models: show both rather than refusing.
-            rows = [o for g in got for o in offers(cat, cloud=cloud, gpu=g, region=region)]
-            if not rows:
-                raise UsageError(f"--gpu {gpu}: unknown GPU; known: {', '.join(sorted(cat.gpus))}")
+        known = sorted(cat.gpus)
+        got = normalize_gpu(gpu, known)
+        if isinstance(got, str):
+            names = [got]
         else:
-            gpu_name = got
-    if gpu is None or gpu_name:
-        rows = offers(cat, cloud=cloud, gpu=gpu_name, region=region)
+            # "A100" names two models: show both. A look-alike ("80GB" -> L40S-48GB) is no match.
+            key = re.sub(r"[\s_]+", "-", gpu.strip().upper()).replace("GIB", "GB")
+            names = [g for g in got if key and g.startswith(key + "-")]
+            if not names:
+                hint = (f" — did you mean {' or '.join(got)}?" if got
+                        else f"; known: {', '.join(known)}")
+                raise UsageError(f"--gpu {gpu!r}: unknown GPU{hint}")
+        # A known GPU that --cloud/--region filter out is an empty table, not "unknown".
+        rows = [o for g in names for o in offers(cat, cloud=cloud, gpu=g, region=region)]
     if as_json:
         _emit_json(offers_json(rows, cat))
     else:
@@ -173,9 +185,14 @@ def render(file: str, out_dir: str | None) -> None:
         click.echo(to_yaml(objs), nl=False)
         return
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for i, obj in enumerate(objs):
-        (out / file_name(i, obj)).write_text(to_yaml([obj]))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for i, obj in enumerate(objs):
+            (out / file_name(i, obj)).write_text(to_yaml([obj]))
+    except OSError as exc:
+        from reclaunch.errors import output_error
+
+        raise output_error(out_dir, exc) from None
     click.echo(f"wrote {len(objs)} files to {out}", err=True)
 
 
@@ -230,8 +247,16 @@ def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend:
     """Provision (or reuse) the cluster, start the job, and by default tear down after it."""
     from reclaunch.lifecycle import cli_up
 
-    status = cli_up(file, yes=yes, force=force, preflight=preflight, watch=watch,
-                    detach=not watch, backend=backend)
+    try:
+        status = cli_up(file, yes=yes, force=force, preflight=preflight, watch=watch,
+                        detach=not watch, backend=backend)
+    except KeyboardInterrupt:
+        # Not "aborted": what was already created or started keeps running (and billing).
+        err = ReclaunchError("interrupted: whatever `up` had already created or started is "
+                             "still there", hint=f"`reclaunch status` shows it; `reclaunch up {file}` "
+                             f"resumes, `reclaunch down {file}` removes it")
+        err.exit_code = 130
+        raise err from None
     if status is not None and status.state == "Failed":
         sys.exit(1)
 
@@ -328,14 +353,27 @@ def gc(cloud: str, region: str, cluster: str | None, subscription: str | None,
 # ------------------------------------------------------------------ entry point
 
 def main(argv: list[str] | None = None) -> None:
+    try:  # which file stdout is, to tell a reader that went away (`| head -1`) later
+        stdout_id = os.fstat(1)[1:3]
+    except OSError:
+        stdout_id = None
     try:
         cli.main(args=argv, prog_name="reclaunch", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.exceptions.UsageError as exc:
+        if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+            exc.show()  # bare `reclaunch`: the help, as before
+            sys.exit(2)
+        # One line like every other error (click's own is four: usage, try, blank, error).
+        where = exc.ctx.command_path if exc.ctx is not None else "reclaunch"
+        click.echo(f"error: {' '.join(exc.format_message().split())} (see `{where} --help`)",
+                   err=True)
+        sys.exit(2)
     except click.exceptions.ClickException as exc:
         exc.show()
-        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+        sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except ReclaunchError as exc:
@@ -350,7 +388,28 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:  # `reclaunch catalog | head`
+        try:  # Python's final flush of stdout would fail again (and exit 120)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
         sys.exit(0)
+    except SystemExit as exc:
+        # On EPIPE click (wrapping stdout) and rich (pointing fd 1 at /dev/null) exit 1; a reader
+        # that stopped early (`reclaunch catalog | head -1`) is not a failure of ours.
+        if exc.code == 1:
+            try:
+                swapped = stdout_id is not None and os.fstat(1)[1:3] != stdout_id
+            except OSError:
+                swapped = False
+            if swapped or isinstance(sys.stdout, getattr(click.utils, "_PacifyFlushWrapper", ())):
+                sys.exit(0)
+        raise
+    except OSError as exc:  # the machine, not a bug: a full disk, an unreadable file
+        if os.environ.get("RECLAUNCH_DEBUG"):
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"error: {exc.strerror or exc}{where}", err=True)
+        sys.exit(1)
     except Exception as exc:  # a bug of ours: still one line unless asked for the traceback
         if os.environ.get("RECLAUNCH_DEBUG"):
             raise

@@ -18,20 +18,28 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from reclaunch.errors import UsageError
+from reclaunch.errors import ReclaunchError, UsageError
 
 
 def reclaunch_home() -> Path:
     """`$RECLAUNCH_HOME` (default ~/.reclaunch), created owner-only: it holds state and secrets."""
     home = Path(os.environ.get("RECLAUNCH_HOME") or Path.home() / ".reclaunch").expanduser()
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _mkdir(home)
     return home
 
 
 def private_dir(*parts: str) -> Path:
     d = reclaunch_home().joinpath(*parts)
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _mkdir(d)
     return d
+
+
+def _mkdir(d: Path) -> None:
+    try:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:  # a file in the way, a read-only disk: say which setting to fix
+        raise ReclaunchError(f"cannot use {d} for reclaunch state: {exc.strerror or exc}",
+                             hint="set RECLAUNCH_HOME to a writable directory") from None
 
 
 @dataclass
@@ -87,23 +95,39 @@ class Journal:
     def entries(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
+        try:
+            text = self.path.read_text(errors="replace")
+        except OSError as exc:
+            raise ReclaunchError(f"cannot read the journal {self.path}: {exc.strerror or exc}")
         out = []
-        for line in self.path.read_text().splitlines():
+        for line in text.splitlines():
             try:
-                out.append(json.loads(line))
+                e = json.loads(line)
             except json.JSONDecodeError:  # a torn last line from a crash mid-write
                 continue
+            # Anything but a step line (hand edits, another tool's file) is skipped, not fatal.
+            if isinstance(e, dict) and isinstance(e.get("step"), str) and "outcome" in e:
+                if not isinstance(e.get("t"), (int, float)):
+                    e["t"] = 0.0
+                out.append(e)
         return out
 
     def exists(self) -> bool:
         return self.path.exists() and bool(self.entries())
 
     def record(self) -> ClusterRecord:
-        recs = [e["record"] for e in self.entries() if e["step"] == "record"]
+        recs = [e["record"] for e in self.entries()
+                if e["step"] == "record" and isinstance(e.get("record"), dict)]
         if not recs:
-            raise UsageError(f"no cluster named {self.name!r} in {self.path.parent}",
+            why = " (its journal holds no cluster record)" if self.path.exists() else ""
+            raise UsageError(f"no cluster named {self.name!r} in {self.path.parent}{why}",
                              hint="`reclaunch status` lists known clusters")
-        return ClusterRecord.from_dict(recs[-1])
+        try:
+            return ClusterRecord.from_dict(recs[-1])
+        except TypeError:  # a required field (cloud) is missing
+            raise ReclaunchError(f"the journal {self.path} is damaged: its record lacks the "
+                                 "cluster's cloud", hint="restore it, or find what is left "
+                                 "with `reclaunch gc` and remove the file") from None
 
     def run(self) -> list[dict[str, Any]]:
         """The current cluster lifetime: from the first `up` after the last completed destroy

@@ -370,7 +370,11 @@ def _by_capacity(nodes: list[dict[str, Any]]) -> dict[str, int]:
 
 def logs(name: str, env: Env, *, rank: int | None = None, follow: bool = False) -> Iterator[str]:
     """Log lines of the master (rank 0) or of node rank `rank`."""
-    rec = Journal(name, clock=env.clock).record()
+    journal = Journal(name, clock=env.clock)
+    rec = journal.record()
+    if not journal.done("provision"):   # nothing to ask for logs (and no Pulumi call for it)
+        raise ProviderError(f"{name} has no provisioned cluster to read logs from",
+                            hint=f"`reclaunch status {name}` says why")
     kube = env.kube_for(env.infra.outputs(name))
     pods = kube.pods(rec.namespace, rec.job_name)
     want = 0 if rank is None else rank
@@ -385,7 +389,12 @@ def logs(name: str, env: Env, *, rank: int | None = None, follow: bool = False) 
 
 def provider_for(name: str):
     """The provider of a known cluster (from its journal record)."""
+    import re
+
     from reclaunch.providers import get
+    if not re.fullmatch(r"[a-z0-9-]{1,40}", name or ""):   # spec.Spec.name; never a path
+        raise UsageError(f"{name!r} is not a cluster name (1..40 characters of a-z, 0-9 and '-')",
+                         hint="`reclaunch status` lists known clusters")
     return get(Journal(name).record().cloud)
 
 
@@ -406,9 +415,17 @@ def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool
 
 
 def cli_status(name: str | None = None) -> list["JobStatus"]:
+    from reclaunch.errors import ReclaunchError
     from reclaunch.journal import known_clusters
-    names = [name] if name else known_clusters()
-    return [_provider_for(n).status(n) for n in names]
+    if name is not None:
+        return [_provider_for(name).status(name)]
+    out = []
+    for n in known_clusters():   # one unreadable cluster must not hide the others
+        try:
+            out.append(_provider_for(n).status(n))
+        except ReclaunchError as exc:
+            out.append(_status_obj(n, "?", "Unknown", str(exc)))
+    return out
 
 
 def cli_logs(name: str, *, rank: int | None = None, follow: bool = False) -> Iterator[str]:
@@ -419,7 +436,9 @@ def cli_down(name_or_file: str, *, yes: bool = False, keep_storage: bool = False
              backend: str | None = None) -> None:
     import os
     name = name_or_file
-    if os.path.isfile(name_or_file):
+    # A path (even a missing or wrong one) is a spec: its error beats "no cluster named 'a/b'".
+    if os.path.isfile(name_or_file) or os.sep in name_or_file or \
+            name_or_file.endswith((".yaml", ".yml")):
         from reclaunch.spec import load_spec
         name = load_spec(name_or_file).name
     import inspect

@@ -17,7 +17,7 @@ import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from reclaunch.errors import require
+from reclaunch.errors import UsageError, require
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -126,8 +126,12 @@ def _call(token: str, args: dict, plan: "Plan") -> dict:
 
 def preview(plan: "Plan") -> list[dict[str, Any]]:
     """Run `stacks.<cloud>.program(plan)` under mocks; one dict per resource, in order."""
-    from stacks import EXTRAS, load_program
+    from stacks import EXTRAS, PROGRAMS, load_program
 
+    if plan.cloud not in PROGRAMS:   # cloud: local provisions nothing
+        raise UsageError(f"cloud: {plan.cloud} creates no cloud resources, so there is nothing "
+                         f"to preview", hint=f"preview works for {', '.join(sorted(PROGRAMS))}; "
+                         "`reclaunch plan` and `reclaunch render` work for every cloud")
     extra = EXTRAS.get(plan.cloud, plan.cloud)
     pulumi = require("pulumi", extra)
     from pulumi.runtime import settings

@@ -280,6 +280,10 @@ def cross_check(spec: Spec, catalog=None) -> list[Problem]:
                     f"choose one of {', '.join(kinds)}"))
     elif s.storage.kind in SIZED_STORAGE and not s.storage.size:
         out.append((("storage", "size"), f"required for storage kind {s.storage.kind} (e.g. 1.2TiB)"))
+    elif s.storage.kind == "cephfs" and not re.fullmatch(r"[^/]+/.+", s.storage.existing or ""):
+        # The stack mounts an existing CephFS through ceph-csi; it cannot create one.
+        out.append((("storage", "existing"), "required for storage kind cephfs: "
+                    "'<clusterID>/<fsName>' of the existing file system"))
     if s.cloud == "local":
         for field in ("region", "instance_type", "gpu"):
             if getattr(s, field):

@@ -276,4 +276,12 @@ def gc(cloud: str, region: str, cluster: str | None = None, *, delete: bool = Fa
     Raises ProviderError (one line + fix) for missing credentials or unreachable endpoints,
     UsageError for an unknown cloud.
     """
-    return sweep(sweeper_for(cloud, region, **options), cluster, delete=delete, sleep=sleep)
+    import re
+
+    # Region names are [a-z0-9-] on every cloud ("East US" is Azure's display name of eastus).
+    # Anything else would reach the SDKs as a malformed endpoint host.
+    norm = (region or "").replace(" ", "").lower()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", norm):
+        raise UsageError(f"gc: {region!r} is not a region name",
+                         hint="e.g. us-east-1, eastus, us-central1")
+    return sweep(sweeper_for(cloud, norm, **options), cluster, delete=delete, sleep=sleep)

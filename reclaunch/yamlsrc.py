@@ -10,13 +10,23 @@ from reclaunch.errors import SpecError
 Path_t = tuple[str | int, ...]
 
 MAX_BYTES = 1 << 20  # a cluster.yaml is a few KB; anything past 1 MiB is not one
+# Nodes visited, aliases expanded. 1 MiB of YAML holds at most ~0.5M nodes; past this, aliases
+# are multiplying a small file into a huge document (a "billion laughs" bomb).
+MAX_NODES = 1_000_000
 
 
-def _walk(node: Any, path: Path_t, lines: dict[Path_t, int], filename: str, depth: int = 0) -> None:
+def _walk(node: Any, path: Path_t, lines: dict[Path_t, int], filename: str, depth: int = 0,
+          visited: list[int] | None = None) -> None:
     import yaml
 
     if depth > 50:
         raise SpecError(f"{filename}:{node.start_mark.line + 1}: nesting deeper than 50 levels")
+    if visited is None:
+        visited = [0]
+    visited[0] += 1
+    if visited[0] > MAX_NODES:
+        raise SpecError(f"{filename}:{node.start_mark.line + 1}: YAML aliases expand to more "
+                        f"than {MAX_NODES} values; a cluster.yaml is never that large")
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
@@ -28,11 +38,11 @@ def _walk(node: Any, path: Path_t, lines: dict[Path_t, int], filename: str, dept
                                 f"(first at line {seen[key]})")
             seen[key] = line
             lines[(*path, key)] = line
-            _walk(value_node, (*path, key), lines, filename, depth + 1)
+            _walk(value_node, (*path, key), lines, filename, depth + 1, visited)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             lines[(*path, i)] = item.start_mark.line + 1
-            _walk(item, (*path, i), lines, filename, depth + 1)
+            _walk(item, (*path, i), lines, filename, depth + 1, visited)
 
 
 def load_yaml(text: str, filename: str) -> tuple[Any, dict[Path_t, int]]:
@@ -67,7 +77,8 @@ def read_text(path: str | Path) -> str:
     """Read a spec file as UTF-8 text, or a one-line SpecError saying why not."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        with p.open("rb") as fh:  # bounded: /dev/zero or a runaway pipe must not eat memory
+            raw = fh.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(f"{p}: no such file") from None
     except IsADirectoryError:
@@ -75,7 +86,12 @@ def read_text(path: str | Path) -> str:
     except OSError as exc:
         raise SpecError(f"{p}: cannot read: {exc.strerror or exc}") from None
     if len(raw) > MAX_BYTES:
-        raise SpecError(f"{p}:1: file is {len(raw)} bytes; a cluster.yaml is at most {MAX_BYTES}")
+        try:
+            size = p.stat().st_size
+        except OSError:
+            size = 0
+        what = f"{size} bytes" if size > MAX_BYTES else f"more than {MAX_BYTES} bytes"
+        raise SpecError(f"{p}:1: file is {what}; a cluster.yaml is at most {MAX_BYTES}")
     if b"\x00" in raw:
         raise SpecError(f"{p}:1: binary data, not a YAML file")
     try:

@@ -42,7 +42,8 @@ def candidate_offers(spec, catalog):
             raise PlanError(
                 f"{spec.where('region')}: no catalog row for {rows[0].instance_type if spec.instance_type else 'a matching instance'} "
                 f"in {spec.region}; known regions: {', '.join(known)}",
-                hint="pick one of those or run `reclaunch catalog refresh --region " + spec.region + "`")
+                hint="pick one of those; `reclaunch catalog refresh` re-prices only the rows "
+                     "the catalog already has")
         rows = here
     return rows
 

@@ -51,6 +51,9 @@ class AzureSweeper:
                                 hint="set AZURE_SUBSCRIPTION_ID (see `az account show`)")
         if credential is None:
             identity = require("azure.identity", "azure")
+            # Its failure is logged as a multi-line WARNING on stderr; _call reports it as one line.
+            import logging
+            logging.getLogger("azure.identity").setLevel(logging.ERROR)
             credential = identity.DefaultAzureCredential()
         kwargs = dict(client_kwargs)
         if authentication_policy is not None:

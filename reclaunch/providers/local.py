@@ -177,6 +177,12 @@ class LocalProvider:
         """Lines of every node's log, worker lines as `[rankR]: ...`, agent lines as `[node-K] ...`.
         With rank, only that rank's lines. With follow, keeps going until the supervisor is gone."""
         root = self._root(name)
+        if rank is not None:  # a rank that can never exist would print nothing, forever with -f
+            launch = lp.read_json(root / "launch.json") or {}
+            world = (int(launch.get("max_nodes") or launch.get("nodes") or 1)
+                     * int(launch.get("nproc") or 1))
+            if not 0 <= rank < world:
+                raise UsageError(f"{name}: no rank {rank} (ranks 0..{world - 1})")
         paths = sorted((root / "nodes").glob("node-*.log"))
         tail = lp.Tail(paths)
         while True:
@@ -242,8 +248,8 @@ class LocalProvider:
         nodes = state.get("nodes", [])
         if not 0 <= node < len(nodes):
             raise UsageError(f"--node {node}: cluster {name!r} has nodes 0..{len(nodes) - 1}")
-        if notice < 0 or replace_after < 0:
-            raise UsageError("--notice and the replacement delay must be >= 0 seconds")
+        if not (0 <= notice < float("inf") and 0 <= replace_after < float("inf")):  # and not nan
+            raise UsageError("--notice and the replacement delay must be >= 0 seconds (and finite)")
         rid = uuid.uuid4().hex[:8]
         lp.write_json(root / "control" / f"preempt-{time.time_ns()}-{rid}.json",
                       {"id": rid, "node": node, "notice": notice, "replace_after": replace_after})
