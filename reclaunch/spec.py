@@ -65,7 +65,7 @@ SIZED_STORAGE = ("fsx-lustre", "azure-lustre", "azure-files", "filestore", "pvc"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
 
 
 class Interconnect(Strict):
@@ -111,7 +111,7 @@ class Dataset(Strict):
 
 class Job(Strict):
     image: str | None = Field(None, min_length=1, max_length=512)
-    command: list[str] = Field(min_length=1)
+    command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     args: list[EnvValue] = []
     env: dict[EnvName, EnvValue] = {}
     batch_size: Count = Field(4096, ge=1, le=1 << 24, description="Per GPU (per process)")
@@ -206,7 +206,7 @@ class Spec(Strict):
     name: str = Field(pattern=r"^[a-z0-9-]{1,40}$", description="[a-z0-9-], 1..40 chars")
     cloud: Cloud
     region: str | None = Field(None, min_length=1, max_length=64)
-    zones: list[str] = []
+    zones: list[Annotated[str, Field(min_length=1, max_length=64)]] = []
     nodes: Count = Field(1, ge=1, le=10_000)
     gpus_per_node: Int = Field(8, ge=1, le=16)
     gpu: str | None = None
@@ -229,13 +229,21 @@ class Spec(Strict):
     @classmethod
     def _name_hint(cls, v: object) -> object:
         if isinstance(v, str) and v and not re.fullmatch(r"[a-z0-9-]{1,40}", v):
-            raise ValueError(f"{v!r} must be 1..40 characters of a-z, 0-9 and '-' "
+            shown = v if len(v) <= 48 else v[:45] + "..."
+            raise ValueError(f"{shown!r} must be 1..40 characters of a-z, 0-9 and '-' "
                              "(it names stacks, tags and jobs)")
         return v
 
     def where(self, *path: str | int) -> str:
         """`file:line` for a field path, for errors raised after loading."""
         return f"{self._source}:{_line_for(self._lines, tuple(path))}"
+
+    @field_validator("namespace")
+    @classmethod
+    def _not_a_system_namespace(cls, v: str) -> str:
+        if v.startswith("kube-") or v == "default":
+            raise ValueError(f"{v!r} is a system namespace; the job gets its own (default: reclaunch)")
+        return v
 
     @property
     def min_nodes(self) -> int:
@@ -295,6 +303,11 @@ def cross_check(spec: Spec, catalog=None) -> list[Problem]:
         return out
     if not s.region:
         out.append((("region",), f"required for cloud: {s.cloud} (e.g. {', '.join(cat.regions(s.cloud)[:3])})"))
+    else:
+        # Zones are named after their region (us-east-1a, us-central1-a) or numbered (Azure: 1-3).
+        for i, zone in enumerate(s.zones):
+            if not (zone.isdigit() or zone.startswith(s.region)):
+                out.append((("zones", i), f"{zone!r} is not a zone of region {s.region}"))
     if not s.job.image:
         out.append((("job", "image"), "required for cloud clusters: the training image to pull"))
     gpus = sorted(cat.gpus)

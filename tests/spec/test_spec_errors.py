@@ -62,6 +62,10 @@ BAD = [
     ("local-instance", sub("cloud: local", "cloud: local\ninstance_type: p5.48xlarge", LOCAL), 5, "instance_type: cloud: local runs on this machine"),
     ("local-fabric", sub("storage:", "interconnect: {inter_node: efa}\nstorage:", LOCAL), 7, "interconnect.inter_node: cloud: local uses gloo"),
     ("tables-empty", sub("  tables:\n    - {name: user_id, rows: 100_000}\n    - {name: item_id, rows: 50_000}\n    - {name: category, rows: 1_000}\n", "  tables: []\n", LOCAL), 25, "model.tables: needs at least 1 item(s)"),
+    ("zone-other-region", sub("zones: [us-east-1a]", "zones: [us-west-2a]"), 6, "zones[0]: 'us-west-2a' is not a zone of region us-east-1"),
+    ("namespace-system", sub("nodes: 4\n", "nodes: 4\nnamespace: kube-system\n"), 8, "namespace: 'kube-system' is a system namespace"),
+    ("command-empty-word", sub("command: [python, /app/train.py]", "command: ['']"), 25, "job.command[0]: String should have at least 1 character"),
+    ("nan-price", sub("  fallback: on-demand", "  fallback: on-demand\n  max_price: .nan"), 20, "spot.max_price: Input should be a finite number"),
     ("preset-unknown", sub("preset: deepfm", "preset: deepfn"), 33, "model.preset: 'deepfn' is not one of deepfm, dcnv2, din, dlrm, wide_deep, custom — did you mean deepfm?"),
 ]
 
