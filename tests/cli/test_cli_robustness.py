@@ -207,6 +207,7 @@ def _variant(tmp_path, src: Path, old: str, new: str) -> Path:
 
 def test_region_without_catalog_row(env, tmp_path):
     spec = _variant(tmp_path, AWS_EXAMPLE, "region: us-east-1", "region: eu-west-1")
+    spec.write_text(spec.read_text().replace("zones: [us-east-1a]", "zones: [eu-west-1a]"))
     for verb in ("plan", "render", "preview"):
         line = assert_error(run(env, verb, spec), 1, f"{spec}:", "eu-west-1", "known regions")
         assert "refresh --region" not in line   # refresh cannot add a region: no such advice
