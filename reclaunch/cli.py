@@ -172,15 +172,20 @@ def plan(file: str, compare: bool, same_cloud: bool, as_json: bool) -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               help="Write one file per object into this directory instead of stdout.")
-def render(file: str, out_dir: str | None) -> None:
+@click.option("--preflight", is_flag=True,
+              help="Also render the NCCL all-reduce check (every GPU of every node).")
+def render(file: str, out_dir: str | None, preflight: bool) -> None:
     """Kubernetes manifests for the job (Namespace, plan ConfigMap, storage, PyTorchJob)."""
     from pathlib import Path
 
     from reclaunch import planner
-    from reclaunch.render import file_name, render as render_plan, to_yaml
+    from reclaunch.render import file_name, preflight_job, render as render_plan, to_yaml
 
     spec, catalog = _load(file)
-    objs = render_plan(planner.make_plan(spec, catalog))
+    the_plan = planner.make_plan(spec, catalog)
+    objs = render_plan(the_plan)
+    if preflight:
+        objs.append(preflight_job(the_plan))
     if not out_dir:
         click.echo(to_yaml(objs), nl=False)
         return

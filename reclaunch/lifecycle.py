@@ -218,17 +218,12 @@ def _variant(plan: "Plan", v: dict[str, Any]) -> "Plan":
 
 def run_preflight(plan: "Plan", kube: Any, env: Env, rec: ClusterRecord, *,
                   force: bool = False, timeout_s: float = 1800) -> dict[str, Any]:
-    try:
-        from reclaunch import preflight as pf
-        from reclaunch.fabric import get_profile
-    except ImportError:
-        env.out().print("[yellow]preflight unavailable in this build; skipped[/yellow]")
-        return {"message": "skipped: reclaunch.preflight missing"}
-    profile = get_profile(plan.fabric)
-    name = f"{plan.name}-nccl"
-    job = pf.nccl_tests_job(name, rec.namespace, plan.spec.job.image, plan.nodes,
-                            plan.gpus_per_node, profile, cluster_name=plan.name,
-                            user_env=dict(plan.spec.nccl.env))
+    from reclaunch import preflight as pf
+    from reclaunch.render import fabric_profile, preflight_job
+
+    profile = fabric_profile(plan)     # resolved for the instance (EFA device count per family)
+    job = preflight_job(plan)
+    name = job["metadata"]["name"]
     kube.apply(job)
     deadline = env.clock() + timeout_s
     state = "Created"

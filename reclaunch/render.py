@@ -72,7 +72,7 @@ def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
     """
     from reclaunch.fabric import pod_requirements
 
-    req = pod_requirements(_profile(plan), plan.name, plan.gpus_per_node)
+    req = pod_requirements(fabric_profile(plan), plan.name, plan.gpus_per_node)
     limits: dict[str, Any] = dict(req.resources)
     requests: dict[str, Any] = dict(req.resources)
     offer = plan.offer
@@ -84,7 +84,7 @@ def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
     return {"requests": requests, "limits": limits}
 
 
-def _profile(plan: "Plan"):
+def fabric_profile(plan: "Plan"):
     from reclaunch.fabric import get_profile, profile_for
 
     if plan.instance_type:
@@ -121,7 +121,7 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     from reclaunch.jobenv import job_env
 
     spec = plan.spec
-    req = pod_requirements(_profile(plan), plan.name, plan.gpus_per_node)
+    req = pod_requirements(fabric_profile(plan), plan.name, plan.gpus_per_node)
     env = {**req.env, **job_env(plan)}
     if req.exit_file:
         env["RECLAUNCH_EXIT_FILE"] = req.exit_file
@@ -145,10 +145,7 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     }
     if req.capabilities:
         container["securityContext"] = {"capabilities": {"add": sorted(req.capabilities)}}
-    node_selector = {CLUSTER_LABEL: plan.name}
-    if plan.instance_type:
-        node_selector["node.kubernetes.io/instance-type"] = plan.instance_type
-    tolerations = [GPU_TOLERATION]
+    node_selector, tolerations = _placement(plan)
     pod: dict[str, Any] = {
         "nodeSelector": node_selector,
         "tolerations": tolerations,
@@ -160,7 +157,6 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     if req.init_containers:
         pod["initContainers"] = req.init_containers
     if plan.spot:
-        tolerations.extend(SPOT_TOLERATIONS)
         # Prefer spot pools; the on-demand fallback pool is used when spot has no capacity.
         pod["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
             {"weight": 100, "preference": {"matchExpressions": [
@@ -209,6 +205,31 @@ def pytorch_job(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[s
         job_spec["pytorchReplicaSpecs"] = replicas
     return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
             "metadata": _meta(plan, plan.name), "spec": job_spec}
+
+
+def _placement(plan: "Plan") -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """(nodeSelector, tolerations) that land a pod on this cluster's GPU pools."""
+    node_selector = {CLUSTER_LABEL: plan.name}
+    if plan.instance_type:
+        node_selector["node.kubernetes.io/instance-type"] = plan.instance_type
+    tolerations = [dict(GPU_TOLERATION)]
+    if plan.spot:
+        tolerations.extend(dict(t) for t in SPOT_TOLERATIONS)
+    return node_selector, tolerations
+
+
+def preflight_job(plan: "Plan", *, max_bytes: str = "8G") -> dict[str, Any]:
+    """The NCCL all-reduce check for this plan: every GPU of every node, the job's own image,
+    fabric profile and nccl.env, scheduled exactly where the training pods will run."""
+    from reclaunch.preflight import nccl_tests_job
+
+    node_selector, tolerations = _placement(plan)
+    return nccl_tests_job(f"{plan.name}-nccl", plan.spec.namespace,
+                          plan.spec.job.image or LOCAL_IMAGE, plan.nodes, plan.gpus_per_node,
+                          fabric_profile(plan), cluster_name=plan.name,
+                          user_env=dict(plan.spec.nccl.env), max_bytes=max_bytes,
+                          labels=labels(plan, **{"reclaunch.io/role": "preflight"}),
+                          node_selector=node_selector, tolerations=tolerations)
 
 
 def render(plan: "Plan") -> list[dict[str, Any]]:

@@ -179,3 +179,31 @@ def test_tcpx_command_touches_the_exit_file() -> None:
     assert "torchrun /app/train.py --model dcnv2" in c["command"][2]
     if CRD_PATH.is_file():
         validate_pytorchjob(job)
+
+
+@pytest.mark.parametrize("stem,efa", [("aws-deepfm-p4d", 4), ("aws-auto-h100", 32)])
+def test_preflight_job_runs_where_training_runs(stem, efa) -> None:
+    from reclaunch.render import preflight_job
+
+    plan = plan_for(stem)
+    pre = preflight_job(plan)
+    train = job_of(render(plan))
+    pre_pod = next(iter(pre["spec"]["pytorchReplicaSpecs"].values()))["template"]["spec"]
+    train_pod = next(iter(train["spec"]["pytorchReplicaSpecs"].values()))["template"]["spec"]
+    assert pre_pod["nodeSelector"] == train_pod["nodeSelector"]
+    assert pre_pod["tolerations"] == train_pod["tolerations"]
+    c = pre_pod["containers"][0]
+    assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == efa
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["NCCL_DEBUG"] == "INFO" and "NCCL_ALGO" not in env
+    assert pre["metadata"]["labels"]["reclaunch-cluster"] == plan.name
+    if CRD_PATH.is_file():
+        validate_pytorchjob(pre)
+
+
+def test_render_cli_preflight_flag() -> None:
+    proc = subprocess.run([sys.executable, "-m", "reclaunch", "render", str(EXAMPLES / "gcp-dcnv2-a3mega.yaml"),
+                           "--preflight"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    docs = list(yaml.safe_load_all(proc.stdout))
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "PyTorchJob"] == ["mlperf-dcnv2", "mlperf-dcnv2-nccl"]
