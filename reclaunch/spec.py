@@ -7,15 +7,16 @@ exists on that cloud) run after pydantic in `cross_check`, still pure and offlin
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError,
                       WithJsonSchema, field_validator, model_validator)
 
 from reclaunch.errors import SpecError
+# Cross-field rules live in their own module; re-exported as part of the spec's API.
+from reclaunch.spec_rules import SIZED_STORAGE, STORAGE_BY_CLOUD, cross_check, normalize_gpu  # noqa: F401
 from reclaunch.units import COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, parse_count, parse_size
 
 Count = Annotated[int, BeforeValidator(parse_count), WithJsonSchema(COUNT_JSON_SCHEMA)]
@@ -53,15 +54,6 @@ Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
 Preset = Literal["deepfm", "dcnv2", "din", "dlrm", "wide_deep", "custom"]
 
-# Which storage kinds each target can provision; data, so no branching on the cloud name.
-STORAGE_BY_CLOUD: dict[str, tuple[str, ...]] = {
-    "aws": ("fsx-lustre", "efs", "cephfs", "pvc", "none"),
-    "azure": ("azure-lustre", "azure-files", "cephfs", "pvc", "none"),
-    "gcp": ("filestore", "cephfs", "pvc", "none"),
-    "local": ("hostpath", "none"),
-}
-# Kinds whose capacity must be given (the rest are elastic or already exist).
-SIZED_STORAGE = ("fsx-lustre", "azure-lustre", "azure-files", "filestore", "pvc")
 
 
 class Strict(BaseModel):
@@ -236,7 +228,9 @@ class Spec(Strict):
 
     def where(self, *path: str | int) -> str:
         """`file:line` for a field path, for errors raised after loading."""
-        return f"{self._source}:{_line_for(self._lines, tuple(path))}"
+        from reclaunch.spec_errors import line_for
+
+        return f"{self._source}:{line_for(self._lines, tuple(path))}"
 
     @field_validator("namespace")
     @classmethod
@@ -254,197 +248,9 @@ class Spec(Strict):
         return self.autoscaling.max_nodes if self.autoscaling else self.nodes
 
 
-# ---------------------------------------------------------------- cross-field rules
-
-Problem = tuple[tuple[str | int, ...], str]
-
-
-def normalize_gpu(name: str, known: list[str]) -> str | list[str]:
-    """'h100' -> 'H100-80GB'; an ambiguous or unknown name returns the candidates."""
-    key = re.sub(r"[\s_]+", "-", name.strip().upper()).replace("GIB", "GB")
-    if key in known:
-        return key
-    hits = [k for k in known if k.startswith(key + "-") or k.replace("-", "") == key.replace("-", "")]
-    return hits[0] if len(hits) == 1 else (hits or difflib.get_close_matches(key, known, n=3, cutoff=0.4))
-
-
-def cross_check(spec: Spec, catalog=None) -> list[Problem]:
-    """Rules spanning fields or needing the catalog. Returns (path, message) problems."""
-    from reclaunch.catalog import load_catalog
-
-    cat = catalog or load_catalog()
-    out: list[Problem] = []
-    s = spec
-    if s.autoscaling:
-        a = s.autoscaling
-        if a.min_nodes > a.max_nodes:
-            out.append((("autoscaling", "min_nodes"), f"min_nodes {a.min_nodes} > max_nodes {a.max_nodes}"))
-        elif not a.min_nodes <= s.nodes <= a.max_nodes:
-            out.append((("nodes",), f"nodes {s.nodes} must be within autoscaling "
-                        f"min_nodes..max_nodes ({a.min_nodes}..{a.max_nodes})"))
-    kinds = STORAGE_BY_CLOUD[s.cloud]
-    if s.storage.kind not in kinds:
-        out.append((("storage", "kind"), f"{s.storage.kind!r} is not available on {s.cloud}; "
-                    f"choose one of {', '.join(kinds)}"))
-    elif s.storage.kind in SIZED_STORAGE and not s.storage.size:
-        out.append((("storage", "size"), f"required for storage kind {s.storage.kind} (e.g. 1.2TiB)"))
-    elif s.storage.kind == "cephfs" and not re.fullmatch(r"[^/]+/.+", s.storage.existing or ""):
-        # The stack mounts an existing CephFS through ceph-csi; it cannot create one.
-        out.append((("storage", "existing"), "required for storage kind cephfs: "
-                    "'<clusterID>/<fsName>' of the existing file system"))
-    if s.cloud == "local":
-        for field in ("region", "instance_type", "gpu"):
-            if getattr(s, field):
-                out.append(((field,), "cloud: local runs on this machine and takes no "
-                            f"{field}; remove it"))
-        if s.interconnect.inter_node not in ("auto", "ethernet"):
-            out.append((("interconnect", "inter_node"), "cloud: local uses gloo over loopback; "
-                        "use auto or ethernet"))
-        return out
-    if not s.region:
-        out.append((("region",), f"required for cloud: {s.cloud} (e.g. {', '.join(cat.regions(s.cloud)[:3])})"))
-    else:
-        # Zones are named after their region (us-east-1a, us-central1-a) or numbered (Azure: 1-3).
-        for i, zone in enumerate(s.zones):
-            if not (zone.isdigit() or zone.startswith(s.region)):
-                out.append((("zones", i), f"{zone!r} is not a zone of region {s.region}"))
-    if not s.job.image:
-        out.append((("job", "image"), "required for cloud clusters: the training image to pull"))
-    gpus = sorted(cat.gpus)
-    gpu = None
-    if s.gpu:
-        got = normalize_gpu(s.gpu, gpus)
-        if isinstance(got, str):
-            gpu = got
-        else:
-            hint = f" — did you mean {' or '.join(got)}?" if got else f"; known: {', '.join(gpus)}"
-            out.append((("gpu",), f"unknown GPU {s.gpu!r}{hint}"))
-    fabric = s.interconnect.inter_node
-    if s.instance_type:
-        inst = cat.instance(s.cloud, s.instance_type)
-        if inst is None:
-            names = cat.instance_types(s.cloud)
-            close = difflib.get_close_matches(s.instance_type, names, n=1, cutoff=0.5)
-            elsewhere = [o.cloud for o in cat.offers if o.instance_type == s.instance_type]
-            hint = (f" — did you mean {close[0]}?" if close else
-                    f"; it is a {elsewhere[0]} instance" if elsewhere else
-                    f"; known: {', '.join(names)}")
-            out.append((("instance_type",), f"{s.instance_type!r} is not a known {s.cloud} GPU "
-                        f"instance{hint}"))
-        else:
-            if gpu and gpu != inst.gpu:
-                out.append((("gpu",), f"{s.instance_type} has {inst.gpu}, not {gpu}"))
-            if s.gpus_per_node != inst.gpu_count:
-                out.append((("gpus_per_node",), f"{s.instance_type} has {inst.gpu_count} GPUs "
-                            f"per node, not {s.gpus_per_node}"))
-            if fabric not in ("auto", "ethernet", inst.fabric):
-                out.append((("interconnect", "inter_node"), f"{s.instance_type} has {inst.fabric}, "
-                            f"not {fabric}; use auto, {inst.fabric} or ethernet"))
-            if s.interconnect.intra_node == "nvlink" and inst.intra_node != "nvlink":
-                out.append((("interconnect", "intra_node"), f"{s.instance_type} has no NVLink (PCIe only)"))
-    else:
-        cands = [o for o in cat.offers if o.cloud == s.cloud and (gpu is None or o.gpu == gpu)]
-        if not s.gpu:
-            out.append((("gpu",), "give gpu (e.g. H100-80GB) or instance_type"))
-        elif gpu and not cands:
-            have = sorted({o.gpu for o in cat.offers if o.cloud == s.cloud})
-            out.append((("gpu",), f"no {s.cloud} instance offers {gpu}; {s.cloud} has {', '.join(have)}"))
-        elif gpu and s.gpus_per_node not in {o.gpu_count for o in cands}:
-            counts = sorted({o.gpu_count for o in cands})
-            out.append((("gpus_per_node",), f"{s.cloud} instances with {gpu} have "
-                        f"{' or '.join(map(str, counts))} GPUs, not {s.gpus_per_node}"))
-        if cands and fabric not in ("auto", "ethernet") and fabric not in {o.fabric for o in cands}:
-            have = sorted({o.fabric for o in cat.offers if o.cloud == s.cloud})
-            out.append((("interconnect", "inter_node"), f"{fabric} is not available on {s.cloud}"
-                        + (f" with {gpu}" if gpu else "") + f"; {s.cloud} has {', '.join(have)} or ethernet"))
-    return out
-
-
-# ---------------------------------------------------------------- loading and error text
-
-def _line_for(lines: dict, loc: tuple) -> int:
-    for i in range(len(loc), -1, -1):
-        if loc[:i] in lines:
-            return lines[loc[:i]]
-    return 1
-
-
-def _dotted(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def _unwrap(tp: Any) -> list[Any]:
-    """Model classes reachable from an annotation (through Optional, list, dict, Annotated)."""
-    origin = get_origin(tp)
-    if origin is Annotated:
-        return _unwrap(get_args(tp)[0])
-    if origin in (Union, list, dict) or (origin and str(origin) == "types.UnionType"):
-        return [m for a in get_args(tp) for m in _unwrap(a)]
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return [tp]
-    try:
-        import types
-        if isinstance(tp, types.UnionType):
-            return [m for a in get_args(tp) for m in _unwrap(a)]
-    except AttributeError:  # pragma: no cover
-        pass
-    return []
-
-
-def _fields_at(loc: tuple) -> list[str]:
-    models: list[type[BaseModel]] = [Spec]
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        nxt = []
-        for m in models:
-            f = m.model_fields.get(part)
-            if f is not None:
-                nxt.extend(_unwrap(f.annotation))
-        models = nxt or models
-    return sorted({name for m in models for name in m.model_fields})
-
-
-def _message(err: dict) -> tuple[tuple, str]:
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        field = loc[-1] if loc else "?"
-        close = difflib.get_close_matches(str(field), _fields_at(loc[:-1]), n=1, cutoff=0.6)
-        hint = f" — did you mean {close[0]}?" if close else f" (allowed: {', '.join(_fields_at(loc[:-1]))})"
-        return loc, f"unknown field{hint}"
-    if kind == "missing":
-        return loc, "required field is missing"
-    if kind in ("model_type", "model_attributes_type", "dict_type"):
-        got = type(err.get("input")).__name__
-        got = {"list": "a list", "str": "a string", "NoneType": "nothing", "int": "a number",
-               "float": "a number", "bool": "a boolean"}.get(got, got)
-        return loc, f"expected a mapping of settings, got {got}"
-    if kind == "literal_error":
-        expected = err.get("ctx", {}).get("expected", "")
-        choices = re.findall(r"'([^']*)'", expected)
-        close = difflib.get_close_matches(str(err.get("input")), choices, n=1, cutoff=0.5)
-        hint = f" — did you mean {close[0]}?" if close else ""
-        return loc, f"{err.get('input')!r} is not one of {', '.join(choices)}{hint}"
-    if kind == "too_short":
-        return loc, f"needs at least {err.get('ctx', {}).get('min_length', 1)} item(s)"
-    msg = err["msg"]
-    msg = msg.removeprefix("Value error, ")
-    if kind.endswith("_parsing") or kind.endswith("_type"):
-        msg = f"{msg} (got {err.get('input')!r})"[:200]
-    return loc, msg
-
-
-def _format(filename: str, lines: dict, problems: list[Problem]) -> list[str]:
-    out = sorted(((_line_for(lines, loc), _dotted(loc), msg) for loc, msg in problems))
-    return [f"{filename}:{line}: {path}: {msg}" for line, path, msg in out]
-
-
 def parse_spec(text: str, filename: str = "cluster.yaml", catalog=None) -> Spec:
     """Validate YAML text into a Spec, raising SpecError with file:line: path: message lines."""
+    from reclaunch.spec_errors import format_problems, message
     from reclaunch.yamlsrc import load_yaml
 
     data, lines = load_yaml(text, filename)
@@ -460,14 +266,14 @@ def parse_spec(text: str, filename: str = "cluster.yaml", catalog=None) -> Spec:
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
-        problems = [_message(e) for e in exc.errors()]
-        raise SpecError(_format(filename, lines, problems)) from None
+        problems = [message(Spec, e) for e in exc.errors()]
+        raise SpecError(format_problems(filename, lines, problems)) from None
     except (RecursionError, OverflowError, TypeError) as exc:  # belt and braces: never a traceback
         raise SpecError(f"{filename}:1: cannot read this spec: {type(exc).__name__}") from None
     spec._source, spec._lines = filename, lines
     problems = cross_check(spec, catalog)
     if problems:
-        raise SpecError(_format(filename, lines, problems))
+        raise SpecError(format_problems(filename, lines, problems))
     return spec
 
 
@@ -482,3 +288,4 @@ def json_schema() -> dict:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "reclaunch cluster.yaml"
     return schema
+

@@ -1,6 +1,5 @@
 import dataclasses
 import datetime as dt
-import math
 
 import pytest
 

@@ -74,7 +74,6 @@ BAD = [
 def test_bad_spec_names_line_and_field(text: str, line: int, fragment: str) -> None:
     with pytest.raises(SpecError) as info:
         parse_spec(text, "cluster.yaml")
-    first = info.value.problems[0]
     assert fragment in "\n".join(info.value.problems), info.value.problems
     matching = [p for p in info.value.problems if fragment in p]
     assert matching[0].startswith(f"cluster.yaml:{line}: "), matching[0]

@@ -96,7 +96,7 @@ def test_order_and_ownership(no_sleep):
                      Orphan("fake", "r1", "instance", "half", "", "a", 1.0, 0, {},
                             {"reclaunch-cluster": "a"})])
     s.list = lambda cluster=None: list(s.present.values())  # a sweeper that forgets to filter
-    report = sweep(s, "a", delete=True, sleep=no_sleep)
+    sweep(s, "a", delete=True, sleep=no_sleep)
     assert s.deletes == ["fleet", "i", "sg"]
     assert {"b-i", "untagged", "half"} <= set(s.present)
 

@@ -1,0 +1,94 @@
+"""Turn pydantic validation errors into `file:line: field.path: message` lines."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel
+
+Problem = tuple[tuple, str]
+
+
+def line_for(lines: dict, loc: tuple) -> int:
+    for i in range(len(loc), -1, -1):
+        if loc[:i] in lines:
+            return lines[loc[:i]]
+    return 1
+
+
+def dotted(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    """Model classes reachable from an annotation (through Optional, list, dict, Annotated)."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _unwrap(get_args(tp)[0])
+    if origin in (Union, list, dict) or (origin and str(origin) == "types.UnionType"):
+        return [m for a in get_args(tp) for m in _unwrap(a)]
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [tp]
+    try:
+        import types
+        if isinstance(tp, types.UnionType):
+            return [m for a in get_args(tp) for m in _unwrap(a)]
+    except AttributeError:  # pragma: no cover
+        pass
+    return []
+
+
+def _fields_at(root: type[BaseModel], loc: tuple) -> list[str]:
+    models: list[type[BaseModel]] = [root]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        nxt = []
+        for m in models:
+            f = m.model_fields.get(part)
+            if f is not None:
+                nxt.extend(_unwrap(f.annotation))
+        models = nxt or models
+    return sorted({name for m in models for name in m.model_fields})
+
+
+def message(root: type[BaseModel], err: dict) -> tuple[tuple, str]:
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        field = loc[-1] if loc else "?"
+        close = difflib.get_close_matches(str(field), _fields_at(root, loc[:-1]), n=1, cutoff=0.6)
+        hint = f" — did you mean {close[0]}?" if close else f" (allowed: {', '.join(_fields_at(root, loc[:-1]))})"
+        return loc, f"unknown field{hint}"
+    if kind == "missing":
+        return loc, "required field is missing"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        got = type(err.get("input")).__name__
+        got = {"list": "a list", "str": "a string", "NoneType": "nothing", "int": "a number",
+               "float": "a number", "bool": "a boolean"}.get(got, got)
+        return loc, f"expected a mapping of settings, got {got}"
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        choices = re.findall(r"'([^']*)'", expected)
+        close = difflib.get_close_matches(str(err.get("input")), choices, n=1, cutoff=0.5)
+        hint = f" — did you mean {close[0]}?" if close else ""
+        return loc, f"{err.get('input')!r} is not one of {', '.join(choices)}{hint}"
+    if kind == "too_short":
+        return loc, f"needs at least {err.get('ctx', {}).get('min_length', 1)} item(s)"
+    msg = err["msg"]
+    msg = msg.removeprefix("Value error, ")
+    if kind.endswith("_parsing") or kind.endswith("_type"):
+        msg = f"{msg} (got {err.get('input')!r})"[:200]
+    return loc, msg
+
+
+def format_problems(filename: str, lines: dict, problems: list[Problem]) -> list[str]:
+    out = sorted(((line_for(lines, loc), dotted(loc), msg) for loc, msg in problems))
+    return [f"{filename}:{line}: {path}: {msg}" for line, path, msg in out]
+
+
