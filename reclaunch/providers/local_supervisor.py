@@ -304,7 +304,16 @@ class Supervisor:
             self.message = (self.message + "; " if self.message else "") + \
                 f"kept up (teardown: {when}); `reclaunch down {self.name}` removes it"
             self.write(force=True)
+            # teardown.idle_minutes, as on clouds: a cluster kept for debugging with no job
+            # running goes after that long; `never` means never.
+            idle_s = None if when == "never" else float(self.launch.get("idle_minutes", 30)) * 60
+            kept_at = time.monotonic()
             while not self.stopping:
+                if idle_s is not None and time.monotonic() - kept_at >= idle_s:
+                    self.message += (f"; torn down after {idle_s / 60:g} idle minute(s) "
+                                     "(teardown.idle_minutes)")
+                    self.write(force=True)
+                    break
                 time.sleep(0.5)
         self.store = None  # frees the port
         state = lp.read_json(self.root / "state.json") or {}

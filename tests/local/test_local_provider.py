@@ -147,3 +147,18 @@ def _quiet():
     from rich.console import Console
 
     return Console(file=io.StringIO())
+
+
+@pytest.mark.timeout(120)
+def test_failed_job_kept_for_debugging_goes_after_idle_minutes(home, provider, helpers):
+    cmd = ["python", "-c", "import sys; print('boom', flush=True); sys.exit(1)"]
+    spec = helpers.make_spec("idle", command=cmd, args=[], max_restarts=0, teardown="on_success")
+    spec.teardown.idle_minutes = 0.05          # 3 s; the spec itself asks for >= 1 minute
+    st = provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
+    st = wait_for(lambda: (s := provider.status("idle")).state in lp.TERMINAL and s, 60, "the job to fail")
+    assert st.state == "Failed"
+    state = wait_for(lambda: (j := lp.read_json(home / "local" / "idle" / "state.json")).get("torn_down") and j,
+                     60, "the idle guard")
+    assert "teardown.idle_minutes" in state["message"]
+    assert_nothing_left("idle", st.details["port"])
+    provider.down("idle")
