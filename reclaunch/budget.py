@@ -26,30 +26,15 @@ def usd_per_hour(plan: "Plan") -> float:
     return rate
 
 
-def estimate_usd(plan: "Plan") -> float | None:
-    c = plan.cost
-    return (c.spot_total_usd if plan.spot else None) or c.on_demand_total_usd
-
-
 def budget_problem(plan: "Plan") -> str | None:
-    """Why the plan breaks budget.max_usd, or None. Prefers the planner's own rule."""
-    try:
-        from reclaunch.planner import over_budget
-    except ImportError:
-        over_budget = None
-    if over_budget is not None:
-        res: Any = over_budget(plan)
-        if not res:
-            return None
-        if isinstance(res, str):
-            return res
-    limit = plan.spec.budget.max_usd
-    est = estimate_usd(plan)
-    if limit is None or est is None:
-        return None if over_budget is None else f"estimate is over budget.max_usd ${limit:,.0f}"
-    if est <= limit:
+    """Why the plan breaks budget.max_usd, or None: the planner's own rule and estimate."""
+    from reclaunch.planner import over_budget
+    from reclaunch.planner.cost import headline_usd
+
+    if not over_budget(plan):
         return None
-    return f"estimated ${est:,.0f} is over budget.max_usd ${limit:,.0f}"
+    est = headline_usd(plan.cost, plan.spot)
+    return f"estimated ${est:,.0f} is over budget.max_usd ${plan.spec.budget.max_usd:,.0f}"
 
 
 def spend_so_far(rec: "ClusterRecord", journal: "Journal", now: float) -> float:

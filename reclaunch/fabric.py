@@ -70,9 +70,9 @@ def profile_for(cloud: str, instance_type: str | None, inter_node: str = "auto",
     which is always possible and carries a `warning` when it throws away an RDMA fabric.
     """
     instance_type = instance_type or ""
-    if cloud == "local":
-        p = _BY_NAME["local-gloo"]
-        return _resolve(p, p.members[0], instance_type or "local")
+    cpu = _match(cloud, instance_type, "gloo")
+    if cpu is not None:   # a CPU target (cloud: local): gloo whatever inter_node says
+        return _resolve(cpu[0], cpu[1], instance_type or "local")
     if inter_node not in ("auto", *FABRICS):
         raise PlanError(f"unknown interconnect.inter_node {inter_node!r}",
                         hint="one of auto, " + ", ".join(FABRICS))

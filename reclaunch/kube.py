@@ -12,6 +12,7 @@ import json
 from typing import Any, Iterator, NamedTuple
 
 from reclaunch.errors import ProviderError, require
+from reclaunch.tags import CAPACITY_LABEL
 
 FIELD_MANAGER = "reclaunch"
 JOB_LABEL = "training.kubeflow.org/job-name"
@@ -46,7 +47,7 @@ CAPACITY_LABELS: dict[str, dict[str, str]] = {
     "cloud.google.com/gke-spot": {"true": "spot"},
     "cloud.google.com/gke-preemptible": {"true": "spot"},
     "kubernetes.azure.com/scalesetpriority": {"spot": "spot", "regular": "on-demand"},
-    "reclaunch.io/capacity": {"spot": "spot", "on-demand": "on-demand"},
+    CAPACITY_LABEL: {"spot": "spot", "on-demand": "on-demand"},      # set by stacks/common.py
 }
 
 # kind -> (plural, namespaced). Anything else: lower-case kind + "s", namespaced.

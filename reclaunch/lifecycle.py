@@ -23,6 +23,7 @@ from reclaunch.errors import PlanError, ProviderError, UsageError
 from reclaunch.infra import Infra, InfraError, progress
 from reclaunch.journal import ClusterRecord, Journal
 from reclaunch.kube import JOB_STATES, job_state  # noqa: F401  (JOB_STATES re-exported)
+from reclaunch.tags import CLUSTER_TAG
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -300,7 +301,7 @@ def teardown(rec: ClusterRecord, env: Env, journal: Journal, *, reason: str,
             env.sleep(env.extra.get("verify_wait_s", 30))  # ENIs, disks go a little later
             left = env.verify(rec, keep_storage)
         if left:
-            raise ProviderError(f"{len(left)} resource(s) tagged reclaunch-cluster={rec.name} "
+            raise ProviderError(f"{len(left)} resource(s) tagged {CLUSTER_TAG}={rec.name} "
                                 f"are still there: {', '.join(left[:5])}",
                                 hint=f"reclaunch gc --cluster {rec.name} --yes")
         r["message"] = "nothing tagged for this cluster is left" + (
@@ -349,7 +350,7 @@ def status(name: str, env: Env) -> "JobStatus":
         job = kube.job(rec.namespace, rec.job_name, kind=rec.job_kind)
         state = job_state(job)
         kw["pods"] = kube.pods(rec.namespace, rec.job_name)
-        kw["nodes"] = kube.nodes(f"reclaunch-cluster={name}") or kube.nodes()
+        kw["nodes"] = kube.nodes(f"{CLUSTER_TAG}={name}") or kube.nodes()
     except ProviderError as exc:
         return _status_obj(name, rec.cloud, "Unknown", str(exc), **kw)
     details["capacity"] = _by_capacity(kw["nodes"])
@@ -399,10 +400,12 @@ _provider_for = provider_for
 def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool = False,
            watch: bool = True, detach: bool = False, backend: str | None = None) -> "JobStatus":
     """`reclaunch up FILE`: every check that needs no cloud runs before anything is created."""
+    from reclaunch.catalog import load_catalog
     from reclaunch.planner import make_plan
     from reclaunch.providers import get
     from reclaunch.spec import load_spec
-    plan = make_plan(load_spec(path))
+    catalog = load_catalog()   # once: validation and planning read the same prices
+    plan = make_plan(load_spec(path, catalog), catalog)
     provider = get(plan.cloud)
     provider.check_ready(plan)
     return provider.up(plan, yes=yes, force=force, preflight=preflight, watch=watch and not detach,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from .errors import PlanError, ReclaunchError
 from .fabric import FabricProfile, nccl_env, pod_requirements
+from .tags import CLUSTER_TAG, MANAGED_TAG
 
 # Why not the nccl-tests binary: all_reduce_perf bootstraps its ranks through MPI (or a PMI
 # launcher such as srun); a PyTorchJob gives torchrun's PET_* variables (PET_NNODES,
@@ -107,7 +108,7 @@ def nccl_tests_job(name: str, namespace: str, image: str, nodes: int, gpus_per_n
     }
     if req.capabilities:
         container["securityContext"] = {"capabilities": {"add": list(req.capabilities)}}
-    meta_labels = {"reclaunch-cluster": cluster, "reclaunch-managed": "true",
+    meta_labels = {CLUSTER_TAG: cluster, MANAGED_TAG: "true",
                    "reclaunch-role": "preflight", **(labels or {})}
     pod_spec: dict = {
         "containers": [container, *req.sidecars],

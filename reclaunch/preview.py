@@ -222,4 +222,6 @@ def _short(v: Any) -> str:
 
 
 def _has_managed_tags(r: dict[str, Any]) -> bool:
-    return {"reclaunch-cluster", "reclaunch-managed"} <= set(r["tags"])
+    from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
+
+    return {CLUSTER_TAG, MANAGED_TAG} <= set(r["tags"])

@@ -14,12 +14,11 @@ import math
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG as CLUSTER_LABEL, MANAGED_TAG as MANAGED_LABEL
+
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
-CLUSTER_LABEL = "reclaunch-cluster"
-MANAGED_LABEL = "reclaunch-managed"
-CAPACITY_LABEL = "reclaunch.io/capacity"     # set on node pools by stacks/common.py
 LOCAL_IMAGE = "reclaunch-trainer:local"
 MASTER_PORT = 23456                          # the training operator's default port
 # Kinds the stack provisions and binds as `<name>-data`; the rest are claimed here.

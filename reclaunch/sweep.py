@@ -23,9 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
 from reclaunch.errors import ProviderError, UsageError
-
-MANAGED_TAG = "reclaunch-managed"
-CLUSTER_TAG = "reclaunch-cluster"
+from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
 
 HOURS_PER_MONTH = 730  # the clouds' own convention for turning monthly prices into hourly
 

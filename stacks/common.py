@@ -13,18 +13,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# The names render, kube, lifecycle and the gc sweep select on: one definition for all.
+from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG, GPU_LABEL, MANAGED_TAG, POOL_LABEL  # noqa: F401
+
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 # One place for the Kubernetes minor version on every cloud (EKS, AKS and GKE all offer it).
 KUBERNETES_VERSION = "1.33"
 
-CLUSTER_TAG = "reclaunch-cluster"
-MANAGED_TAG = "reclaunch-managed"
-
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-CAPACITY_LABEL = "reclaunch.io/capacity"      # spot | on-demand
-GPU_LABEL = "reclaunch.io/gpu"                # "true" on GPU pools (add-ons select on it)
 SYSTEM_POOL_SIZE = (2, 3)                     # min, max nodes for the CPU system pool
 
 # Addon file: k8s/addons.yaml next to this package (repo root).
@@ -96,7 +94,7 @@ def gpu_pools(plan: "Plan") -> list[Pool]:
 
 def node_labels(plan: "Plan", pool: Pool) -> dict[str, str]:
     return {CLUSTER_TAG: plan.name, CAPACITY_LABEL: pool.capacity, GPU_LABEL: "true",
-            "reclaunch.io/pool": pool.key}
+            POOL_LABEL: pool.key}
 
 
 def fabric_kind(plan: "Plan") -> str:
@@ -192,7 +190,7 @@ def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, driver: s
                 depends_on: list | None = None) -> Any:
     """A static PV + PVC `<name>-data` in the job namespace for the file system we made."""
     opts = pulumi.ResourceOptions(provider=provider, depends_on=depends_on or [])
-    meta_labels = {CLUSTER_TAG: plan.name, MANAGED_TAG: "true"}
+    meta_labels = tags(plan)
     ns = k8s.core.v1.Namespace(name(plan, "ns"), metadata={"name": plan.spec.namespace,
                                                           "labels": meta_labels}, opts=opts)
     pv_name = name(plan, "data")
@@ -216,7 +214,7 @@ def cephfs_storage_class(k8s: Any, pulumi: Any, plan: "Plan", provider: Any) -> 
         raise ValueError("storage.kind cephfs needs storage.existing: '<clusterID>/<fsName>'")
     return k8s.storage.v1.StorageClass(
         name(plan, "cephfs"), metadata={"name": name(plan, "cephfs"),
-                                        "labels": {CLUSTER_TAG: plan.name, MANAGED_TAG: "true"}},
+                                        "labels": tags(plan)},
         provisioner="cephfs.csi.ceph.com", reclaim_policy="Retain", allow_volume_expansion=True,
         parameters={"clusterID": cluster_id, "fsName": fs_name,
                     "csi.storage.k8s.io/provisioner-secret-name": "csi-cephfs-secret",

@@ -184,18 +184,24 @@ def bundled_catalog() -> Catalog:
     return Catalog(version=version, offers=offers, gpus=gpus)
 
 
+def read_overlay(path: Path) -> list[Offer] | None:
+    """The rows `catalog refresh` wrote; None when there is no file or it is broken (a broken
+    overlay must not stop planning: the bundled data serves, and the next refresh rewrites it)."""
+    if not path.is_file():
+        return None
+    try:
+        return [parse_offer(r, origin="overlay") for r in _read_rows(path.read_text())]
+    except (KeyError, ValueError, csv.Error):
+        return None
+
+
 def load_catalog(overlay: bool = True, overlay_dir: Path | None = None) -> Catalog:
     """The bundled catalog, with the user's refreshed rows laid over it."""
     cat = bundled_catalog()
     if not overlay:
         return cat
-    path = (overlay_dir or user_overlay_dir()) / "instances.csv"
-    if not path.is_file():
-        return cat
-    try:
-        extra = [parse_offer(r, origin="overlay") for r in _read_rows(path.read_text())]
-    except (KeyError, ValueError, csv.Error):
-        # A broken overlay must not stop planning: fall back to the bundled data.
+    extra = read_overlay((overlay_dir or user_overlay_dir()) / "instances.csv")
+    if extra is None:
         return cat
     merged = {o.key: o for o in cat.offers}
     merged.update({o.key: o for o in extra})

@@ -12,14 +12,14 @@ to the user overlay (`~/.reclaunch/catalog/instances.csv`), never into the bundl
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import importlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
-from reclaunch.catalog import Catalog, Offer, load_catalog, offers, parse_offer, user_overlay_dir, write_rows
+from reclaunch.catalog import (Catalog, Offer, load_catalog, offers, read_overlay, user_overlay_dir,
+                               write_rows)
 from reclaunch.errors import ReclaunchError, UsageError
 
 # A new cloud is one line here plus one module in providers/.
@@ -183,13 +183,7 @@ def diff_rows(old: Offer, new: Offer, note: str = "",
 
 
 def _read_overlay(path: Path) -> dict[Key, Offer]:
-    if not path.is_file():
-        return {}
-    try:
-        with path.open(newline="") as fh:
-            return {o.key: o for o in (parse_offer(r, origin="overlay") for r in csv.DictReader(fh))}
-    except (KeyError, ValueError, csv.Error):
-        return {}   # load_catalog ignores a broken overlay too; rewriting it repairs it
+    return {o.key: o for o in read_overlay(path) or ()}
 
 
 def select_rows(catalog: Catalog, clouds: Iterable[str] | None = None,

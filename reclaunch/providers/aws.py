@@ -49,7 +49,7 @@ def stack_config(plan) -> dict[str, str]:
     return {"aws:region": plan.region} if plan.region else {}
 
 
-CLOUD = CloudSpec(name="aws", program="stacks.aws.program:program", credentials=credentials,
+CLOUD = CloudSpec(name="aws", credentials=credentials,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
                   stack_config=stack_config)
 

@@ -47,7 +47,7 @@ def stack_config(plan) -> dict[str, str]:
 
 
 # SkuNotAvailable is usually region-wide for a SKU, but zonal allocation failures are not.
-CLOUD = CloudSpec(name="azure", program="stacks.azure.program:program", credentials=credentials,
+CLOUD = CloudSpec(name="azure", credentials=credentials,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
                   stack_config=stack_config)
 

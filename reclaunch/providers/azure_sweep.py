@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from reclaunch.errors import ProviderError, require
-from reclaunch.sweep import CLUSTER_TAG, Orphan, TransientError, instance_hourly, is_ours
+from reclaunch.sweep import (CLUSTER_TAG, Orphan, TransientError, instance_hourly, is_ours,
+                             storage_hourly)
 
 RANK = {"vm-scale-set": 0, "virtual-machine": 1, "disk": 2}
 
@@ -124,8 +125,7 @@ class AzureSweeper:
         for d in self._call(lambda: list(c.disks.list())):
             if not (self._in_region(d) and is_ours(d.tags, cluster)):
                 continue
-            hourly = None if AZURE_DISK_USD_PER_GB_MONTH is None else \
-                (d.disk_size_gb or 0) * AZURE_DISK_USD_PER_GB_MONTH / 730
+            hourly = storage_hourly(d.disk_size_gb or 0, AZURE_DISK_USD_PER_GB_MONTH)
             out.append(self._orphan("disk", d, hourly, size_gb=d.disk_size_gb,
                                     disk_state=d.disk_state))
         return out

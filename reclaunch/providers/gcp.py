@@ -46,7 +46,7 @@ def stack_config(plan) -> dict[str, str]:
     return cfg
 
 
-CLOUD = CloudSpec(name="gcp", program="stacks.gcp.program:program", credentials=credentials,
+CLOUD = CloudSpec(name="gcp", credentials=credentials,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
                   stack_config=stack_config)
 

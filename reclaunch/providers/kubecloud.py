@@ -12,7 +12,6 @@ The detached watcher is this module run as a script:
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import re
 import subprocess
@@ -40,8 +39,7 @@ STORAGE_KINDS = ("volume", "disk", "fsx", "efs", "filestore", "file_system", "sh
 
 @dataclass
 class CloudSpec:
-    name: str
-    program: str                                          # "stacks.aws.program:program"
+    name: str                                             # also picks stacks.PROGRAMS[name]
     credentials: Callable[[], tuple[str, str] | None]     # -> (problem, fix) or None
     errors: list[tuple[str, str]]                         # (regex, kind), first match wins
     quota_fix: str
@@ -117,8 +115,8 @@ class KubeCloudProvider:
         return Env(**kw)
 
     def _program(self, plan: "Plan") -> Callable[[], None]:
-        module, _, attr = self.cloud.program.partition(":")
-        fn = getattr(importlib.import_module(module), attr)
+        from stacks import load_program
+        fn = load_program(self.cloud.name)
         return lambda: fn(plan)
 
     def verify(self, rec: "ClusterRecord", keep_storage: bool) -> list[str]:

@@ -165,7 +165,7 @@ def program(plan: "Plan") -> None:
         launch_template={"id": system_lt.id, "version": system_lt.latest_version},
         scaling_config={"min_size": c.SYSTEM_POOL_SIZE[0], "desired_size": c.SYSTEM_POOL_SIZE[0],
                         "max_size": c.SYSTEM_POOL_SIZE[1]},
-        labels={c.CLUSTER_TAG: plan.name, "reclaunch.io/pool": "system"})
+        labels={c.CLUSTER_TAG: plan.name, c.POOL_LABEL: "system"})
 
     # GPU nodes: all traffic within the EFA group (EFA needs it in both directions), and
     # egress anywhere through the NAT. No ingress from outside the VPC, no SSH (use SSM).

@@ -76,7 +76,7 @@ def program(plan: "Plan") -> None:
             "vnet_subnet_id": subnet.id, "enable_node_public_ip": False,
             "enable_encryption_at_host": True, "os_disk_type": "Managed",
             "type": "VirtualMachineScaleSets", "tags": tags,
-            "node_labels": {c.CLUSTER_TAG: plan.name, "reclaunch.io/pool": "system"}}])
+            "node_labels": {c.CLUSTER_TAG: plan.name, c.POOL_LABEL: "system"}}])
 
     ppg = az.compute.ProximityPlacementGroup(
         c.name(plan, "ppg"), resource_group_name=rg.name, tags=tags,
@@ -117,7 +117,7 @@ def program(plan: "Plan") -> None:
                            for p in c.gpu_pools(plan))
     k8s.core.v1.ConfigMap(c.name(plan, "expander"), metadata={
         "name": "cluster-autoscaler-priority-expander", "namespace": "kube-system",
-        "labels": {c.CLUSTER_TAG: plan.name, c.MANAGED_TAG: "true"}},
+        "labels": c.tags(plan)},
         data={"priorities": priorities}, opts=pulumi.ResourceOptions(provider=provider))
     installed = c.install_addons(k8s, pulumi, plan, provider)
     storage_id = _storage(az, pulumi, k8s, plan, rg, subnet, tags, provider)

@@ -120,7 +120,7 @@ def program(plan: "Plan") -> None:
                      "total_max_node_count": c.SYSTEM_POOL_SIZE[1]},
         management={"auto_repair": True, "auto_upgrade": True},
         node_config={**node_common, "machine_type": SYSTEM_MACHINE, "disk_type": "pd-balanced",
-                     "labels": {c.CLUSTER_TAG: plan.name, "reclaunch.io/pool": "system"}})
+                     "labels": {c.CLUSTER_TAG: plan.name, c.POOL_LABEL: "system"}})
 
     if c.spot_max_price(plan):
         c.warn("GCP Spot VMs have no maximum price: spot.max_price is ignored on GKE")
