@@ -144,18 +144,19 @@ class PulumiInfra(Infra):
 
     def __init__(self, program: Callable[["Plan"], Callable[[], None]],
                  config: Callable[["Plan"], dict[str, str]] | None = None,
-                 backend: str | None = None):
+                 backend: str | None = None, extra: str = "all"):
         self.program = program
         self.config = config or (lambda plan: {})
         self.backend = backend or default_backend()
+        self.extra = extra  # named in the message when Pulumi's SDK is missing
 
     # ---- setup ---------------------------------------------------------------------------
     def check(self) -> None:
         check_pulumi_cli()
-        require("pulumi.automation", "aws")
+        require("pulumi.automation", self.extra)
 
     def _opts(self, name: str):
-        auto = require("pulumi.automation", "aws")
+        auto = require("pulumi.automation", self.extra)
         work = private_dir("stacks", name)
         env = {"PULUMI_CONFIG_PASSPHRASE": passphrase(), "PULUMI_SKIP_UPDATE_CHECK": "true"}
         cloud_backend = self.backend.startswith(("https://", "http://"))
@@ -166,7 +167,7 @@ class PulumiInfra(Infra):
                 name=PROJECT, runtime="python", backend=auto.ProjectBackend(url=self.backend)))
 
     def _stack(self, name: str, program: Callable[[], None] | None = None, create: bool = True):
-        auto = require("pulumi.automation", "aws")
+        auto = require("pulumi.automation", self.extra)
         self.check()
         prog = program or (lambda: None)  # destroy/export never run the program
         try:
@@ -181,7 +182,7 @@ class PulumiInfra(Infra):
             raise _infra_error(f"cannot open stack {name!r} at {self.backend}", exc) from None
 
     def exists(self, name: str) -> bool:
-        auto = require("pulumi.automation", "aws")
+        auto = require("pulumi.automation", self.extra)
         try:
             self._stack(name, create=False)
             return True
@@ -190,7 +191,7 @@ class PulumiInfra(Infra):
 
     # ---- operations ----------------------------------------------------------------------
     def up(self, plan: "Plan", on_event: OnEvent | None = None) -> dict[str, Any]:
-        auto = require("pulumi.automation", "aws")
+        auto = require("pulumi.automation", self.extra)
         stack = self._stack(plan.name, self.program(plan))
         cfg = self.config(plan)
         if cfg:
@@ -207,7 +208,7 @@ class PulumiInfra(Infra):
 
     def destroy(self, name: str, *, keep_storage: bool = False,
                 on_event: OnEvent | None = None) -> None:
-        auto = require("pulumi.automation", "aws")
+        auto = require("pulumi.automation", self.extra)
         try:
             stack = self._stack(name, create=False)
         except auto.StackNotFoundError:
@@ -230,7 +231,7 @@ class PulumiInfra(Infra):
             stack.workspace.remove_stack(name)
 
     def pending(self, name: str) -> list[dict[str, Any]]:
-        auto = require("pulumi.automation", "aws")
+        auto = require("pulumi.automation", self.extra)
         try:
             stack = self._stack(name, create=False)
         except auto.StackNotFoundError:
@@ -240,7 +241,7 @@ class PulumiInfra(Infra):
                  "op": o.get("type")} for o in ops]
 
     def clear_pending(self, name: str) -> list[dict[str, Any]]:
-        auto = require("pulumi.automation", "aws")
+        auto = require("pulumi.automation", self.extra)
         ops = self.pending(name)
         if not ops:
             return []

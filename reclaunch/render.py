@@ -227,7 +227,7 @@ def preflight_job(plan: "Plan", *, max_bytes: str = "8G") -> dict[str, Any]:
                           plan.spec.job.image or LOCAL_IMAGE, plan.nodes, plan.gpus_per_node,
                           fabric_profile(plan), cluster_name=plan.name,
                           user_env=dict(plan.spec.nccl.env), max_bytes=max_bytes,
-                          labels=labels(plan, **{"reclaunch.io/role": "preflight"}),
+                          labels=labels(plan),
                           node_selector=node_selector, tolerations=tolerations)
 
 

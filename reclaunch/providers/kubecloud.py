@@ -109,6 +109,7 @@ class KubeCloudProvider:
         if "infra" not in kw:
             from reclaunch.infra import PulumiInfra
             kw["infra"] = PulumiInfra(program=self._program, config=self.cloud.stack_config,
+                                      extra=self.cloud.name,
                                       backend=backend)
         if "kube_for" not in kw:
             kw["kube_for"] = _kube_for
