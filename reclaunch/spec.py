@@ -16,7 +16,8 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
 
 from reclaunch.errors import SpecError
 # Cross-field rules live in their own module; re-exported as part of the spec's API.
-from reclaunch.spec_rules import SIZED_STORAGE, STORAGE_BY_CLOUD, cross_check, normalize_gpu  # noqa: F401
+from reclaunch.spec_rules import (RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD,  # noqa: F401
+                                  cross_check, normalize_gpu)
 from reclaunch.units import COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, parse_count, parse_size
 
 Count = Annotated[int, BeforeValidator(parse_count), WithJsonSchema(COUNT_JSON_SCHEMA)]
@@ -238,6 +239,11 @@ class Spec(Strict):
         if v.startswith("kube-") or v == "default":
             raise ValueError(f"{v!r} is a system namespace; the job gets its own (default: reclaunch)")
         return v
+
+    @property
+    def runs_here(self) -> bool:
+        """True for targets that run on this machine (cloud: local): no catalog, no region."""
+        return self.cloud in RUNS_HERE
 
     @property
     def min_nodes(self) -> int:

@@ -19,6 +19,8 @@ STORAGE_BY_CLOUD: dict[str, tuple[str, ...]] = {
     "gcp": ("filestore", "cephfs", "pvc", "none"),
     "local": ("hostpath", "none"),
 }
+# Targets that run on this machine: no catalog offer, no region, gloo over loopback.
+RUNS_HERE: tuple[str, ...] = ("local",)
 # Kinds whose capacity must be given (the rest are elastic or already exist).
 SIZED_STORAGE = ("fsx-lustre", "azure-lustre", "azure-files", "filestore", "pvc")
 
@@ -58,7 +60,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         # The stack mounts an existing CephFS through ceph-csi; it cannot create one.
         out.append((("storage", "existing"), "required for storage kind cephfs: "
                     "'<clusterID>/<fsName>' of the existing file system"))
-    if s.cloud == "local":
+    if s.cloud in RUNS_HERE:
         for field in ("region", "instance_type", "gpu"):
             if getattr(s, field):
                 out.append(((field,), "cloud: local runs on this machine and takes no "

@@ -97,7 +97,7 @@ def make_plan(spec, catalog=None, offer=None, nodes: int | None = None) -> Plan:
     from reclaunch.catalog import load_catalog
 
     cat = catalog if catalog is not None else load_catalog()
-    if spec.cloud != "local" and offer is None:
+    if not spec.runs_here and offer is None:
         rows = candidate_offers(spec, cat)
         if len(rows) == 1 or spec.instance_type:
             offer = rows[0]
