@@ -51,7 +51,7 @@ def main() -> int:
     probe = subprocess.run(cli, cwd=ROOT, capture_output=True, text=True)
     if probe.returncode not in (0, 1) or "plan:" not in probe.stdout:
         cli = [py, "-c", "from reclaunch.spec import load_spec; from reclaunch.planner import "
-               f"make_plan, render_plan; print(render_plan(make_plan(load_spec('{EXAMPLE}'))))"]
+               f"make_plan; from reclaunch.ui.plan import render_plan; print(render_plan(make_plan(load_spec('{EXAMPLE}'))))"]
         print("`python -m reclaunch plan` did not work; timing the planner via python -c instead")
     base_cmd = [py, "-c", "import pydantic, yaml"]
     # Interleave so both see the same machine state.

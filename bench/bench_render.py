@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from reclaunch.planner import make_plan
-from reclaunch.render import render, to_yaml
+from reclaunch.manifests.job import render, to_yaml
 from reclaunch.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -139,7 +139,8 @@ def _read_rows(text: str) -> list[dict[str, str]]:
 
 def user_overlay_dir() -> Path:
     """Where `catalog refresh` writes; RECLAUNCH_HOME moves all user state (tests use it)."""
-    return Path(os.environ.get("RECLAUNCH_HOME", Path.home() / ".reclaunch")) / "catalog"
+    from reclaunch.home import root
+    return root() / "catalog"
 
 
 def write_rows(path: Path, offers: list[Offer]) -> None:

@@ -1,8 +1,8 @@
 """`reclaunch catalog refresh`: re-price catalog rows from the clouds' live price APIs.
 
-Cloud-neutral. Each cloud's fetcher lives in `reclaunch/providers/<cloud>_pricing.py` and is
-found through FETCHERS (a name -> "module:function" table, imported only when that cloud is
-refreshed, so `import reclaunch.catalog.refresh` pulls in no SDK). A fetcher gets the old rows
+Cloud-neutral. Each cloud's fetcher lives in `reclaunch/providers/<cloud>/pricing.py`; the
+caller passes them in (`reclaunch.providers.price_fetchers()` loads each on first use, so no
+SDK is imported before its cloud is refreshed). A fetcher gets the old rows
 of its cloud and returns a Fetch: one Quote per row it could price, one message per row it
 could not. It raises ProviderError when the whole cloud is unreachable.
 
@@ -13,21 +13,13 @@ to the user overlay (`~/.reclaunch/catalog/instances.csv`), never into the bundl
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from reclaunch.catalog import (Catalog, Offer, load_catalog, offers, read_overlay, user_overlay_dir,
                                write_rows)
 from reclaunch.errors import ReclaunchError, UsageError
-
-# A new cloud is one line here plus one module in providers/.
-FETCHERS: dict[str, str] = {
-    "aws": "reclaunch.providers.aws_pricing:fetch_prices",
-    "azure": "reclaunch.providers.azure_pricing:fetch_prices",
-    "gcp": "reclaunch.providers.gcp_pricing:fetch_prices",
-}
 
 PRICE_FIELDS = ("on_demand_usd", "spot_usd", "spot_low_usd", "spot_high_usd")
 # A GCP price composed from the wrong per-GPU SKU comes out about half the truth (SkyPilot v8:
@@ -146,15 +138,6 @@ class RefreshReport:
         }
 
 
-def load_fetcher(cloud: str) -> Fetcher:
-    try:
-        module, func = FETCHERS[cloud].split(":")
-    except KeyError:
-        raise UsageError(f"no price fetcher for cloud {cloud!r}",
-                         hint=f"one of {', '.join(sorted(FETCHERS))}") from None
-    return getattr(importlib.import_module(module), func)
-
-
 def _merge(old: Offer, q: Quote, today: _dt.date) -> tuple[Offer, str]:
     """New row: fetched prices where returned, old ones (named in the note) where not."""
     vals, kept = {}, []
@@ -187,11 +170,12 @@ def _read_overlay(path: Path) -> dict[Key, Offer]:
 
 
 def select_rows(catalog: Catalog, clouds: Iterable[str] | None = None,
-                region: str | None = None, instance: str | None = None) -> list[Offer]:
+                region: str | None = None, instance: str | None = None,
+                known: Mapping[str, Any] | None = None) -> list[Offer]:
     clouds = list(clouds) if clouds else None
     for c in clouds or ():
-        if c not in FETCHERS:
-            raise UsageError(f"unknown cloud {c!r}", hint=f"one of {', '.join(sorted(FETCHERS))}")
+        if known is not None and c not in known:
+            raise UsageError(f"unknown cloud {c!r}", hint=f"one of {', '.join(sorted(known.keys()))}")
     rows = [o for o in offers(catalog, region=region, instance_type=instance)
             if clouds is None or o.cloud in clouds]
     if not rows:
@@ -205,11 +189,12 @@ def select_rows(catalog: Catalog, clouds: Iterable[str] | None = None,
 def refresh(catalog: Catalog | None = None, clouds: Iterable[str] | str | None = None,
             region: str | None = None, instance: str | None = None, dry_run: bool = True, *,
             today: _dt.date | None = None, overlay_dir: Path | None = None,
-            fetchers: dict[str, Fetcher] | None = None,
+            fetchers: Mapping[str, Fetcher],
             suspicious_pct: float = SUSPICIOUS_PCT) -> RefreshReport:
     """Re-price the catalog rows matching the filters; write the overlay unless dry_run.
 
-    `fetchers` overrides FETCHERS per cloud (tests pass stubbed clients this way).
+    `fetchers` maps a cloud to its price fetcher (reclaunch.providers.price_fetchers() loads
+    each cloud's on first use; tests pass stubbed clients this way).
     Raises UsageError for filters that match nothing; every cloud failure is in the report.
     """
     catalog = catalog if catalog is not None else load_catalog()
@@ -217,7 +202,7 @@ def refresh(catalog: Catalog | None = None, clouds: Iterable[str] | str | None =
         clouds = [clouds]
     today = today or _dt.date.today()
     report = RefreshReport(today=today, dry_run=dry_run)
-    rows = select_rows(catalog, clouds, region, instance)
+    rows = select_rows(catalog, clouds or [c for c in fetchers.keys()], region, instance, fetchers)
 
     by_cloud: dict[str, list[Offer]] = {}
     for o in rows:
@@ -226,7 +211,7 @@ def refresh(catalog: Catalog | None = None, clouds: Iterable[str] | str | None =
     new_rows: dict[Key, Offer] = {}
     for cloud, old_rows in sorted(by_cloud.items()):
         try:
-            fetch = (fetchers or {}).get(cloud) or load_fetcher(cloud)
+            fetch = fetchers[cloud]
             got = fetch(old_rows)
         except ReclaunchError as exc:
             report.failures.append(Failure(cloud, str(exc)))
@@ -303,21 +288,3 @@ def render_text(report: RefreshReport) -> str:
     return "\n".join(text + _footer(report))
 
 
-def render_report(report: RefreshReport):
-    """A rich renderable (table + notes); plain text when rich is missing."""
-    try:
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
-    except ImportError:
-        return render_text(report)
-    t = Table(title=f"catalog refresh {report.today.isoformat()}"
-              + (" (dry run)" if report.dry_run else ""))
-    for col, kw in (("row", {}), ("price", {}), ("old -> new", {"justify": "right"}),
-                    ("change", {"justify": "right"}), ("", {})):
-        t.add_column(col, **kw)
-    for r in _lines(report):
-        t.add_row(*r[:4], Text(r[4], style="bold red") if r[4] else "")
-    notes = [Text(line, style="red" if line.startswith("failed") else
-                  "yellow" if "check them" in line else "") for line in _footer(report)]
-    return Group(t, *notes)

@@ -2,9 +2,8 @@
 
     plan = make_plan(spec)                    # picks the cheapest fitting offer when needed
     rows = compare(spec, same_cloud=False)    # every offer that can run the job, by cost
-    print(render_plan(plan)); print(render_compare(rows))
 
-Nothing heavy at import: rich is imported inside the render functions.
+Showing a plan is reclaunch.ui.plan (render_plan, render_compare); the planner returns values.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from reclaunch.planner.model import Comm, Cost, Memory, Plan, StepTime
 from reclaunch.planner.core import make_plan, over_budget
 
 __all__ = ["Comm", "Comparison", "Cost", "Memory", "Plan", "PlanError", "StepTime", "compare",
-           "make_plan", "over_budget", "render_compare", "render_plan"]
+           "make_plan", "over_budget"]
 
 
 def __getattr__(name: str):
@@ -22,6 +21,4 @@ def __getattr__(name: str):
 
     if name in ("compare", "Comparison", "recommendation"):
         return getattr(importlib.import_module("reclaunch.planner.ranking"), name)
-    if name in ("render_plan", "render_compare", "plan_renderables", "compare_renderables"):
-        return getattr(importlib.import_module("reclaunch.planner.render"), name)
     raise AttributeError(name)

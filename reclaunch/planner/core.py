@@ -111,7 +111,7 @@ def _cheapest(plans: list[Plan], spot: bool) -> Plan:
         usd = costmod.headline_usd(p.cost, spot)
         return (not p.memory.fits, usd is None, usd or 0.0)
     best = min(plans, key=key)
-    best.constants["picked_from"] = [p.instance_type for p in plans]
+    best.picked_from = [p.instance_type for p in plans]
     return best
 
 

@@ -91,6 +91,8 @@ class Plan:
     dataloader_workers: int         # per process, a hint for render/local
     warnings: list[str] = field(default_factory=list)
     constants: dict[str, Any] = field(default_factory=dict)   # what the numbers came from
+    picked_from: list[str] = field(default_factory=list)      # instance types the pick compared
+    zones_as_planned: list[str] = field(default_factory=list)  # before any capacity fallback
 
     @property
     def name(self) -> str:
@@ -125,4 +127,6 @@ class Plan:
             "dataloader_workers": self.dataloader_workers,
             "warnings": list(self.warnings),
             "constants": dict(self.constants),
+            "picked_from": list(self.picked_from),
+            "zones_as_planned": list(self.zones_as_planned or self.zones),
         }

@@ -1,45 +1,33 @@
 """Targets. The only place that knows cloud names: everything above picks by `get(cloud)`.
 
 A provider module implements `Provider` (below). Cloud providers share the Kubernetes path
-(Pulumi stack + PyTorchJob) from `reclaunch.lifecycle`; `local` runs torchrun on this machine.
+(Pulumi stack + PyTorchJob) from `reclaunch.runtime.lifecycle`; `local` runs torchrun on this machine.
 Each module is imported lazily so one cloud's SDK never loads for another.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from reclaunch.errors import UsageError
+from reclaunch.runtime.states import JobStatus  # noqa: F401  (part of the Provider API)
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 
-# cloud name -> "module:attribute" returning a Provider instance
-REGISTRY: dict[str, str] = {
-    "aws": "reclaunch.providers.aws:provider",
-    "azure": "reclaunch.providers.azure:provider",
-    "gcp": "reclaunch.providers.gcp:provider",
-    "local": "reclaunch.providers.local:provider",
+# The one registry of targets. Everything else about a cloud (credentials, error table, stack
+# program, sweeper, price fetcher, pip extra) is declared once, in its package's CloudSpec.
+# The second field is the kind of target: "kube" (a Pulumi stack + PyTorchJob) or "here".
+REGISTRY: dict[str, tuple[str, str]] = {
+    "aws": ("reclaunch.providers.aws", "kube"),
+    "azure": ("reclaunch.providers.azure", "kube"),
+    "gcp": ("reclaunch.providers.gcp", "kube"),
+    "local": ("reclaunch.providers.local", "here"),
 }
-
-
-@dataclass
-class JobStatus:
-    """What `reclaunch status` shows. `state` is one of lifecycle.JOB_STATES' keys."""
-
-    name: str
-    cloud: str
-    state: str                      # Created | Running | Restarting | Succeeded | Failed | Unknown ...
-    message: str = ""
-    nodes: list[dict[str, Any]] = field(default_factory=list)    # {name, capacity_type, ready}
-    pods: list[dict[str, Any]] = field(default_factory=list)     # {name, rank, phase, restarts}
-    started_at: float | None = None
-    elapsed_seconds: float | None = None
-    spend_usd: float | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+# Clouds with a stack, prices and a sweeper (CLI choices; no package is imported for this).
+KUBE_CLOUDS: tuple[str, ...] = tuple(c for c, (_, kind) in REGISTRY.items() if kind == "kube")
 
 
 class Provider(Protocol):
@@ -59,10 +47,101 @@ class Provider(Protocol):
         """Destroy everything of this cluster and verify nothing is left."""
 
 
-def get(cloud: str) -> Provider:
+def _package(cloud: str, kinds: tuple[str, ...] = ("kube", "here")):
     try:
-        target = REGISTRY[cloud]
+        module, kind = REGISTRY[cloud]
     except KeyError:
         raise UsageError(f"unknown cloud {cloud!r}; known: {', '.join(REGISTRY)}") from None
+    if kind not in kinds:
+        known = [c for c, (_, k) in REGISTRY.items() if k in kinds]
+        raise UsageError(f"cloud {cloud!r} has no cloud resources for this",
+                         hint=f"one of: {', '.join(known)}")
+    return importlib.import_module(module)
+
+
+def get(cloud: str) -> Provider:
+    return _package(cloud).provider()
+
+
+def cloud_spec(cloud: str):
+    """The `CloudSpec` of a Kubernetes cloud (providers/<cloud>/__init__.py)."""
+    return _package(cloud, ("kube",)).CLOUD
+
+
+def _load(target: str):
     module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)()
+    return getattr(importlib.import_module(module), attr)
+
+
+def price_fetcher(cloud: str):
+    """The cloud's `fetch_prices(rows)` (catalog refresh); imports its SDK only when called."""
+    return _load(cloud_spec(cloud).prices)
+
+
+class _Fetchers(dict):
+    """{cloud: fetcher} for catalog refresh, each loaded on first use (SDKs stay unimported)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def __contains__(self, cloud: object) -> bool:
+        return cloud in KUBE_CLOUDS
+
+    def get(self, cloud, default=None):  # type: ignore[override]
+        return price_fetcher(cloud) if cloud in KUBE_CLOUDS else default
+
+    def __getitem__(self, cloud):
+        return price_fetcher(cloud)
+
+    def keys(self):  # type: ignore[override]
+        return list(KUBE_CLOUDS)
+
+
+def price_fetchers() -> dict:
+    return _Fetchers()
+
+
+def sweeper_for(cloud: str, region: str, **options: Any):
+    """The cloud's tag sweeper (gc, teardown verification) for one region."""
+    import re
+
+    # Region names are [a-z0-9-] on every cloud ("East US" is Azure's display name of eastus).
+    # Anything else would reach the SDKs as a malformed endpoint host.
+    norm = (region or "").replace(" ", "").lower()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", norm):
+        raise UsageError(f"gc: {region!r} is not a region name",
+                         hint="e.g. us-east-1, eastus, us-central1")
+    return _load(cloud_spec(cloud).sweeper)(region=norm, **options)
+
+
+def gc(cloud: str, region: str, cluster: str | None = None, *, delete: bool = False,
+       sleep=None, **options: Any):
+    """`reclaunch gc`: the cloud's sweeper over one region. Returns a runtime.sweep.SweepReport."""
+    import time
+
+    from reclaunch.runtime.sweep import sweep
+    return sweep(sweeper_for(cloud, region, **options), cluster, delete=delete,
+                 sleep=sleep or time.sleep)
+
+
+def stack_program(cloud: str):
+    """`program(plan)` of the cloud's Pulumi stack (stacks/<cloud>/program.py)."""
+    return _load(cloud_spec(cloud).program)
+
+
+def preview_plan(plan: "Plan") -> list[dict[str, Any]]:
+    """`reclaunch preview`: the cloud's stack program under Pulumi mocks."""
+    from reclaunch.runtime.preview import preview
+    if REGISTRY.get(plan.cloud, ("", ""))[1] != "kube":
+        raise UsageError(f"cloud: {plan.cloud} creates no cloud resources, so there is nothing "
+                         f"to preview", hint=f"preview works for {', '.join(KUBE_CLOUDS)}; "
+                         "`reclaunch plan` and `reclaunch render` work for every cloud")
+    spec = cloud_spec(plan.cloud)
+    return preview(plan, program=stack_program(plan.cloud), extra=spec.pip_extra)
+
+
+def preview_file(path: str) -> list[dict[str, Any]]:
+    """What `reclaunch preview FILE` runs: load, plan, preview."""
+    from reclaunch.planner import make_plan
+    from reclaunch.spec import load_spec
+    return preview_plan(make_plan(load_spec(path)))

@@ -3,7 +3,7 @@
 A cloud module (`providers/aws.py` ...) is data: how to tell whether credentials are there,
 which error texts mean "no capacity" or "over quota", whether another zone may help, and where
 its Pulumi program lives. Everything else (Pulumi stack, PyTorchJob, watch, teardown) is the
-same path through `reclaunch.lifecycle`.
+same path through `reclaunch.runtime.lifecycle`.
 
 The detached watcher is this module run as a script:
     python -m reclaunch.providers.kubecloud watch NAME [--backend URL]
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from reclaunch.errors import ProviderError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from reclaunch.journal import ClusterRecord
-    from reclaunch.lifecycle import Env
+    from reclaunch.runtime.journal import ClusterRecord
+    from reclaunch.runtime.lifecycle import Env
     from reclaunch.planner.model import Plan
     from reclaunch.providers import JobStatus
 
@@ -39,7 +39,11 @@ STORAGE_KINDS = ("volume", "disk", "fsx", "efs", "filestore", "file_system", "sh
 
 @dataclass
 class CloudSpec:
-    name: str                                             # also picks stacks.PROGRAMS[name]
+    name: str
+    program: str                                          # "module:function" of the Pulumi program
+    sweeper: str                                          # "module:Class" of the tag sweeper
+    prices: str                                           # "module:function" of the price fetcher
+    pip_extra: str                                        # pip extra with its SDKs
     credentials: Callable[[], tuple[str, str] | None]     # -> (problem, fix) or None
     errors: list[tuple[str, str]]                         # (regex, kind), first match wins
     quota_fix: str
@@ -58,21 +62,15 @@ def classify(errors: list[tuple[str, str]], text: str) -> str | None:
 
 def fallback(plan: "Plan", kind: str, *, zone_fallback: bool = True) -> tuple[str, "Plan"] | None:
     """The next thing to try after `kind`, or None for a clear stop."""
-    from reclaunch.lifecycle import _variant
-    planned = plan.constants.get("zones_as_planned", list(plan.zones))
+    from reclaunch.runtime.lifecycle import variant
+    planned = plan.zones_as_planned or list(plan.zones)
     if kind in (CAPACITY, SPOT_CAPACITY) and zone_fallback and len(plan.zones) > 1:
         zones = plan.zones[1:]
-        nxt = _variant(plan, {"zones": zones, "spot": plan.spot})
-        return f"zone(s) {', '.join(zones)}", _remember(nxt, planned)
+        return f"zone(s) {', '.join(zones)}", variant(plan, {"zones": zones, "spot": plan.spot})
     if kind in (CAPACITY, SPOT_CAPACITY, SPOT_QUOTA) and plan.spot \
             and plan.spec.spot.fallback == "on-demand":
-        nxt = _variant(plan, {"zones": planned, "spot": False})
-        return "on-demand (spot.fallback)", _remember(nxt, planned)
+        return "on-demand (spot.fallback)", variant(plan, {"zones": planned, "spot": False})
     return None
-
-
-def _remember(plan: "Plan", zones: list[str]) -> "Plan":
-    return dataclasses.replace(plan, constants={**plan.constants, "zones_as_planned": zones})
 
 
 class KubeCloudProvider:
@@ -90,7 +88,7 @@ class KubeCloudProvider:
         if infra is not None:
             infra.check()
         else:
-            from reclaunch.infra import check_pulumi_cli
+            from reclaunch.runtime.infra import check_pulumi_cli
             check_pulumi_cli()
         problem = self.cloud.credentials()
         if problem:
@@ -98,7 +96,7 @@ class KubeCloudProvider:
 
     # ---- wiring --------------------------------------------------------------------------
     def env(self, backend: str | None = None) -> "Env":
-        from reclaunch.lifecycle import Env
+        from reclaunch.runtime.lifecycle import Env
         kw: dict[str, Any] = dict(
             classify=lambda text: classify(self.cloud.errors, text),
             fallback=lambda plan, kind: fallback(plan, kind, zone_fallback=self.cloud.zone_fallback),
@@ -107,23 +105,23 @@ class KubeCloudProvider:
             verify=self.verify)
         kw.update(self.env_overrides)
         if "infra" not in kw:
-            from reclaunch.infra import PulumiInfra
+            from reclaunch.runtime.infra import PulumiInfra
             kw["infra"] = PulumiInfra(program=self._program, config=self.cloud.stack_config,
-                                      extra=self.cloud.name,
+                                      extra=self.cloud.pip_extra,
                                       backend=backend)
         if "kube_for" not in kw:
             kw["kube_for"] = _kube_for
         return Env(**kw)
 
     def _program(self, plan: "Plan") -> Callable[[], None]:
-        from stacks import load_program
-        fn = load_program(self.cloud.name)
+        from reclaunch.providers import stack_program
+        fn = stack_program(self.cloud.name)
         return lambda: fn(plan)
 
     def verify(self, rec: "ClusterRecord", keep_storage: bool) -> list[str]:
         """Everything still tagged for this cluster, by the cloud's own API (the gc sweep)."""
         try:
-            from reclaunch.sweep import sweeper_for
+            from reclaunch.providers import sweeper_for
             sweeper = sweeper_for(rec.cloud, rec.region or "")
         except (ImportError, AttributeError) as exc:
             raise ProviderError(f"cannot verify the teardown of {rec.name}: {exc}",
@@ -137,44 +135,42 @@ class KubeCloudProvider:
     def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
            preflight: bool = False, detach: bool = False, backend: str | None = None,
            spec_path: str | None = None, **_: Any) -> "JobStatus":
-        from reclaunch import lifecycle
+        from reclaunch.runtime import lifecycle
         self.check_ready(plan)
         env = self.env(backend)
         text = open(spec_path).read() if spec_path and os.path.exists(spec_path) else None
-        others, job = lifecycle.manifests_for(plan)
-        rec = lifecycle.record_for(plan, backend=backend, spec_path=spec_path, spec_text=text,
-                                   job=job)
+        rec = lifecycle.record_for(plan, backend=backend, spec_path=spec_path, spec_text=text)
         after = (lambda r: spawn_watcher(r.name, backend)) if detach and not watch else None
         return lifecycle.up(plan, env, yes=yes, force=force, preflight=preflight,
                             watch=watch and not detach, record=rec, after_start=after)
 
     def _env_for(self, name: str, backend: str | None) -> "Env":
-        from reclaunch.journal import Journal
+        from reclaunch.runtime.journal import Journal
         return self.env(backend or Journal(name).record().backend)
 
     def watch(self, name: str, backend: str | None = None) -> "JobStatus":
-        from reclaunch import lifecycle
-        from reclaunch.journal import Journal
+        from reclaunch.runtime import lifecycle
+        from reclaunch.runtime.journal import Journal
         return lifecycle.watch_job(Journal(name).record(), self._env_for(name, backend))
 
     def status(self, name: str, backend: str | None = None) -> "JobStatus":
-        from reclaunch import lifecycle
+        from reclaunch.runtime import lifecycle
         return lifecycle.status(name, self._env_for(name, backend))
 
     def logs(self, name: str, rank: int | None = None, follow: bool = False,
              backend: str | None = None) -> Iterator[str]:
-        from reclaunch import lifecycle
+        from reclaunch.runtime import lifecycle
         return lifecycle.logs(name, self._env_for(name, backend), rank=rank, follow=follow)
 
     def down(self, name: str, *, keep_storage: bool = False, yes: bool = False,
              backend: str | None = None) -> None:
-        from reclaunch import lifecycle
+        from reclaunch.runtime import lifecycle
         self.check_ready(None)
         lifecycle.down(name, self._env_for(name, backend), yes=yes, keep_storage=keep_storage)
 
 
 def _kube_for(outputs: dict[str, Any]):
-    from reclaunch.kube import Kube
+    from reclaunch.runtime.kube import Kube
     kubeconfig = outputs.get("kubeconfig")
     if not kubeconfig:
         raise ProviderError("the stack has no kubeconfig output; was provisioning completed?",
@@ -185,7 +181,7 @@ def _kube_for(outputs: dict[str, Any]):
 # ---- the detached watcher ---------------------------------------------------------------------
 
 def pid_file(name: str):
-    from reclaunch.journal import private_dir
+    from reclaunch.home import private_dir
     return private_dir("watch") / f"{name}.pid"
 
 
@@ -208,7 +204,8 @@ def spawn_watcher(name: str, backend: str | None = None) -> int:
     running = watcher_pid(name)
     if running:
         return running
-    from reclaunch.journal import Journal, private_dir
+    from reclaunch.home import private_dir
+    from reclaunch.runtime.journal import Journal
     log = open(private_dir("watch") / f"{name}.log", "ab")
     cmd = [sys.executable, "-m", "reclaunch.providers.kubecloud", "watch", name]
     if backend:
@@ -224,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     from reclaunch.errors import ReclaunchError
-    from reclaunch.journal import Journal
+    from reclaunch.runtime.journal import Journal
     from reclaunch.providers import get
     p = argparse.ArgumentParser(prog="reclaunch-watch")
     p.add_argument("verb", choices=["watch"])

@@ -344,12 +344,13 @@ def test_gc_bad_region(env, region):
 
 def test_ctrl_c_during_up_says_what_is_left(monkeypatch, capsys):
     """In-process: a KeyboardInterrupt from the lifecycle (no real training run needed)."""
-    from reclaunch import cli, lifecycle
+    from reclaunch import cli
+    from reclaunch.providers import verbs
 
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(lifecycle, "cli_up", interrupted)
+    monkeypatch.setattr(verbs, "cli_up", interrupted)
     with pytest.raises(SystemExit) as exc:
         cli.main(["up", str(LOCAL_EXAMPLE), "--yes"])
     assert exc.value.code == 130
@@ -358,12 +359,13 @@ def test_ctrl_c_during_up_says_what_is_left(monkeypatch, capsys):
 
 
 def test_ctrl_c_elsewhere_is_one_line_130(monkeypatch, capsys):
-    from reclaunch import cli, lifecycle
+    from reclaunch import cli
+    from reclaunch.providers import verbs
 
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(lifecycle, "cli_status", interrupted)
+    monkeypatch.setattr(verbs, "cli_status", interrupted)
     with pytest.raises(SystemExit) as exc:
         cli.main(["status"])
     assert exc.value.code == 130

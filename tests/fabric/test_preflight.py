@@ -10,7 +10,7 @@ import pytest
 
 from reclaunch.errors import PlanError, ReclaunchError
 from reclaunch.fabric import profile_for
-from reclaunch.preflight import (ALLREDUCE_SCRIPT, NcclLogError, nccl_tests_job,
+from reclaunch.manifests.preflight import (ALLREDUCE_SCRIPT, NcclLogError, nccl_tests_job,
                                  parse_nccl_debug, parse_nccl_tests, threshold_for, verdict)
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "nccl_logs"

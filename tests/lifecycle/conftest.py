@@ -1,4 +1,4 @@
-"""Fakes behind the same interfaces as reclaunch.infra.Infra and reclaunch.kube.Kube.
+"""Fakes behind the same interfaces as reclaunch.runtime.infra.Infra and reclaunch.runtime.kube.Kube.
 
 FakeCloud is the "real world": what exists, and how many times each thing was ever created.
 FakeInfra is a declarative engine over it with Pulumi's failure modes (pending operations on a
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from reclaunch.infra import Infra, InfraError
-from reclaunch.lifecycle import Env
+from reclaunch.runtime.infra import Infra, InfraError
+from reclaunch.runtime.lifecycle import Env
 
 ROOT = Path(__file__).resolve().parents[2]
 AWS_EXAMPLE = ROOT / "examples" / "aws-deepfm-p4d.yaml"

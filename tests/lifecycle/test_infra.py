@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reclaunch import infra
+from reclaunch.runtime import infra
 from reclaunch.errors import ProviderError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,10 +34,10 @@ def test_missing_cli_exact_message(no_pulumi):
 
 
 def test_up_example_stops_before_creating_anything(no_pulumi):
-    from reclaunch import lifecycle
+    from reclaunch.providers import verbs
     home = Path(os.environ["RECLAUNCH_HOME"])
     with pytest.raises(ProviderError) as exc:
-        lifecycle.cli_up(str(ROOT / "examples" / "aws-deepfm-p4d.yaml"), yes=True)
+        verbs.cli_up(str(ROOT / "examples" / "aws-deepfm-p4d.yaml"), yes=True)
     assert str(exc.value) == EXPECTED
     assert not (home / "state" / ".pulumi").exists()
     assert not (home / "stacks").exists() and not (home / "journal").exists()
@@ -51,8 +51,8 @@ def test_pulumi_infra_checks_cli_before_touching_state(no_pulumi):
 
 
 def test_down_without_cli_stops_too(no_pulumi, plan):
-    from reclaunch.journal import Journal
-    from reclaunch.lifecycle import record_for
+    from reclaunch.runtime.journal import Journal
+    from reclaunch.runtime.lifecycle import record_for
     from reclaunch.providers import aws
     Journal(plan.name).save_record(record_for(plan))
     with pytest.raises(ProviderError, match="Pulumi CLI not found"):
@@ -119,8 +119,8 @@ def test_fake_engine_event_shape_matches_simplify():
 
 
 def test_lazy_imports():
-    code = ("import sys, reclaunch.cli, reclaunch.lifecycle, reclaunch.infra, reclaunch.kube, "
-            "reclaunch.journal, reclaunch.budget, reclaunch.providers.aws, "
+    code = ("import sys, reclaunch.cli, reclaunch.runtime.lifecycle, reclaunch.runtime.infra, reclaunch.runtime.kube, "
+            "reclaunch.runtime.journal, reclaunch.runtime.budget, reclaunch.providers.aws, "
             "reclaunch.providers.azure, reclaunch.providers.gcp;"
             "bad=[m for m in sys.modules if m.split('.')[0] in "
             "('pulumi','kubernetes','boto3','botocore','azure','google')];"

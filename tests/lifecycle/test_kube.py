@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reclaunch.errors import ProviderError
-from reclaunch.kube import Kube, job_state, object_path
+from reclaunch.runtime.kube import Kube, job_state, object_path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -28,7 +28,7 @@ def cluster():
 
 
 def test_server_side_apply_of_rendered_manifests(cluster, plan):
-    from reclaunch.render import render
+    from reclaunch.manifests.job import render
     srv, kube = cluster
     applied = kube.apply_all(render(plan))
     assert applied[0] == "Namespace/reclaunch" and applied[-1] == "PyTorchJob/reclaunch/criteo-deepfm"
@@ -108,7 +108,7 @@ def test_object_paths():
 
 def test_lifecycle_status_through_recorded_api(cluster, plan, world):
     """The lifecycle's status path with the real Kube on recorded responses."""
-    from reclaunch import lifecycle
+    from reclaunch.runtime import lifecycle
     srv, kube = cluster
     world.kube.objects.clear()
     lifecycle.up(plan, world.env(), yes=True)

@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from reclaunch import lifecycle
+from reclaunch.runtime import lifecycle
 from reclaunch.errors import PlanError, ProviderError, UsageError
-from reclaunch.journal import Journal
+from reclaunch.runtime.journal import Journal
 from reclaunch.providers import aws
 
 from .conftest import Crash

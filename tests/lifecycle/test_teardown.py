@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from reclaunch import lifecycle
-from reclaunch.budget import decide
-from reclaunch.journal import ClusterRecord, Journal
-from reclaunch.kube import JOB_STATES, job_state
+from reclaunch.runtime import lifecycle
+from reclaunch.runtime.budget import decide
+from reclaunch.runtime.journal import ClusterRecord, Journal
+from reclaunch.runtime.kube import JOB_STATES, job_state
 
 from .test_lifecycle import with_spec
 
@@ -117,6 +117,10 @@ def test_decide(state, r, idle, spend, action):
 def test_job_states_every_key(state):
     info = JOB_STATES[state]
     assert info.meaning
+    if state == "Stopped":   # stopped on purpose: over, but neither success nor failure
+        assert info.terminal and info.ok is None
+        assert decide(state, rec(), now=0.0, idle_since=None, spend=0.0)[0] == "destroy"
+        return
     assert (info.ok is not None) == info.terminal
     if state == "Missing":
         assert job_state(None) == "Missing"

@@ -53,7 +53,7 @@ def home(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     yield tmp_path / "home"
     # belt and braces: a failed test must not leave processes behind for the next one
-    from reclaunch.providers import local_proc as lp
+    from reclaunch.providers.local import proc as lp
 
     for d in (tmp_path / "home" / "local").glob("*"):
         lp.kill_marked(lp.MARKER, f"{d.name}:", 2.0)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 
 
-from reclaunch.jobenv import job_env
+from reclaunch.manifests.env import job_env
 from reclaunch.providers.local import entrypoint
 from reclaunch.spec import load_spec
 

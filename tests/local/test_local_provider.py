@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reclaunch.errors import ProviderError, UsageError
-from reclaunch.providers import local_proc as lp
+from reclaunch.providers.local import proc as lp
 
 QUICK = ["python", "-c", "import os; print('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])"]
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from reclaunch.catalog import bundled_catalog
-from reclaunch.planner import compare, make_plan, render_compare, render_plan
+from reclaunch.planner import compare, make_plan
+from reclaunch.ui.plan import render_compare, render_plan
 from reclaunch.planner.model import Plan
 from reclaunch.spec import load_spec
 

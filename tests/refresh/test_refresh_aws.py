@@ -10,7 +10,7 @@ from moto import mock_aws
 
 from reclaunch.catalog import bundled_catalog, load_catalog, offers
 from reclaunch.catalog.refresh import refresh
-from reclaunch.providers import aws_pricing as aws
+from reclaunch.providers.aws import pricing as aws
 
 TODAY = dt.date(2026, 11, 29)
 NOW = dt.datetime(2026, 11, 29, 12, tzinfo=dt.timezone.utc)
@@ -122,7 +122,9 @@ def test_missing_credentials_is_one_clear_line(monkeypatch, tmp_path, home):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     # should credentials turn up anyway, the call goes to a closed local port, never to AWS
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
-    rep = refresh(bundled_catalog(), clouds=["aws"], instance="p5.48xlarge", dry_run=True)
+    from reclaunch.providers import price_fetchers
+    rep = refresh(bundled_catalog(), clouds=["aws"], instance="p5.48xlarge", dry_run=True,
+                  fetchers=price_fetchers())
     assert [str(f) for f in rep.failures] == [
         "aws: AWS credentials not found while reading the price list "
         "(run 'aws configure' or set AWS_PROFILE)"]

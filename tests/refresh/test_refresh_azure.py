@@ -7,7 +7,7 @@ import pytest
 from reclaunch.catalog import bundled_catalog, offers
 from reclaunch.catalog.refresh import refresh
 from reclaunch.errors import ProviderError
-from reclaunch.providers import azure_pricing as az
+from reclaunch.providers.azure import pricing as az
 
 TODAY = dt.date(2026, 11, 29)
 H100 = ("azure", "Standard_ND96isr_H100_v5", "eastus")

@@ -8,11 +8,13 @@ import sys
 import pytest
 
 from reclaunch.catalog import bundled_catalog, load_catalog
-from reclaunch.catalog.refresh import (FETCHERS, Fetch, Quote, refresh, render_report,
+from reclaunch.providers import price_fetchers
+from reclaunch.ui.refresh import render_report
+from reclaunch.catalog.refresh import (Fetch, Quote, refresh,
                                        render_text)
 from reclaunch.errors import ProviderError, UsageError
-from reclaunch.providers import azure_pricing as az
-from reclaunch.providers import gcp_pricing as gcp
+from reclaunch.providers.azure import pricing as az
+from reclaunch.providers.gcp import pricing as gcp
 
 TODAY = dt.date(2026, 11, 29)
 A3 = ("gcp", "a3-highgpu-8g", "us-central1")
@@ -32,8 +34,10 @@ def boom(rows):
 
 
 def test_registry_names_every_cloud_module():
-    assert set(FETCHERS) == {"aws", "azure", "gcp"}
-    assert all(v.startswith("reclaunch.providers.") for v in FETCHERS.values())
+    from reclaunch.providers import KUBE_CLOUDS, cloud_spec, price_fetchers
+    assert set(KUBE_CLOUDS) == {"aws", "azure", "gcp"}
+    assert all(cloud_spec(c).prices.startswith(f"reclaunch.providers.{c}.") for c in KUBE_CLOUDS)
+    assert set(price_fetchers().keys()) == set(KUBE_CLOUDS)
 
 
 def test_filters_select_rows(home):
@@ -49,9 +53,9 @@ def test_filters_select_rows(home):
 
 def test_bad_filters_are_usage_errors(home):
     with pytest.raises(UsageError, match="unknown cloud 'oracle'"):
-        refresh(bundled_catalog(), clouds=["oracle"])
+        refresh(bundled_catalog(), clouds=["oracle"], fetchers=price_fetchers())
     with pytest.raises(UsageError, match="no catalog rows match"):
-        refresh(bundled_catalog(), clouds=["gcp"], instance="p5.48xlarge")
+        refresh(bundled_catalog(), clouds=["gcp"], instance="p5.48xlarge", fetchers=price_fetchers())
 
 
 def test_dry_run_diff_writes_nothing_and_flags_a_halved_gcp_price(home):

@@ -7,7 +7,7 @@ import pytest
 from reclaunch.catalog import bundled_catalog, offers
 from reclaunch.catalog.refresh import refresh
 from reclaunch.errors import ProviderError
-from reclaunch.providers import gcp_pricing as gcp
+from reclaunch.providers.gcp import pricing as gcp
 
 TODAY = dt.date(2026, 11, 29)
 # prices.md, dated 2026-07-30 (a3-megagpu us-central1 / a3-ultragpu: skypilot v8, 2026)

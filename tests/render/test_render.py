@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from reclaunch.planner import make_plan
-from reclaunch.render import render, to_yaml
+from reclaunch.manifests.job import render, to_yaml
 from reclaunch.spec import parse_spec
 from tests.conftest import EXAMPLES, ROOT
 from tests.render.k8s_checks import CRD_PATH, validate_all, validate_pytorchjob
@@ -183,7 +183,7 @@ def test_tcpx_command_touches_the_exit_file() -> None:
 
 @pytest.mark.parametrize("stem,efa", [("aws-deepfm-p4d", 4), ("aws-auto-h100", 32)])
 def test_preflight_job_runs_where_training_runs(stem, efa) -> None:
-    from reclaunch.render import preflight_job
+    from reclaunch.manifests.job import preflight_job
 
     plan = plan_for(stem)
     pre = preflight_job(plan)

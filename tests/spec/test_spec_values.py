@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from reclaunch.spec import PRESETS, json_schema, load_spec, normalize_gpu, parse_spec
-from reclaunch.units import parse_count, parse_size
+from reclaunch.spec.units import parse_count, parse_size
 from tests.conftest import EXAMPLES
 
 

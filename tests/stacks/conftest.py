@@ -22,7 +22,7 @@ def make_plan(name: str, **changes):
 
 @pytest.fixture(scope="session")
 def previews():
-    from reclaunch.preview import preview
+    from reclaunch.providers import preview_plan as preview
 
     cache: dict = {}
 

@@ -98,11 +98,11 @@ def test_missing_extra_names_pip_install(monkeypatch):
     import sys
 
     from reclaunch.errors import MissingExtraError
-    from stacks import load_program
+    from reclaunch.providers import stack_program
 
     import pytest
     monkeypatch.setitem(sys.modules, "pulumi_aws", None)
-    program = load_program("aws")
+    program = stack_program("aws")
     with pytest.raises(MissingExtraError) as exc:
         program(None)
     assert "pip install 'reclaunch[aws]'" in str(exc.value)
@@ -112,14 +112,14 @@ def test_importing_stacks_pulls_no_sdk():
     import subprocess
     import sys
 
-    code = ("import sys, stacks, stacks.common, reclaunch.preview, stacks.aws.program;"
+    code = ("import sys, stacks, stacks.common, reclaunch.runtime.preview, stacks.aws.program;"
             "bad=[m for m in sys.modules if m.startswith(('pulumi_', 'pulumi'))];"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_render_preview_text(previews):
-    from reclaunch.preview import preview_text
+    from reclaunch.ui.preview import preview_text
 
     _, res = previews("azure")
     text = preview_text(res)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reclaunch.preview import _get
+from reclaunch.runtime.preview import _get
 
 CASES = ["aws", "aws-p5", "gcp", "azure"]
 WORLD = ("0.0.0.0/0", "::/0", "*", "Internet")

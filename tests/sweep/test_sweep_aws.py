@@ -7,8 +7,9 @@ import pytest
 from moto import mock_aws
 
 from reclaunch.errors import ProviderError
-from reclaunch.providers.aws_sweep import EBS_USD_PER_GB_MONTH, AwsSweeper
-from reclaunch.sweep import gc, sweep
+from reclaunch.providers.aws.sweep import EBS_USD_PER_GB_MONTH, AwsSweeper
+from reclaunch.providers import gc
+from reclaunch.runtime.sweep import sweep
 
 REGION = "us-east-1"
 

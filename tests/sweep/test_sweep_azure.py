@@ -10,8 +10,8 @@ import pytest
 from recorded_server import RecordedServer
 
 from reclaunch.errors import ProviderError
-from reclaunch.providers.azure_sweep import AzureSweeper
-from reclaunch.sweep import sweep
+from reclaunch.providers.azure.sweep import AzureSweeper
+from reclaunch.runtime.sweep import sweep
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "recorded" / "azure" / "compute_sweep.json"
 SUB = json.loads(FIXTURE.read_text())["subscription"]

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from reclaunch.errors import ProviderError, UsageError
-from reclaunch.sweep import Orphan, SweepReport, TransientError, gc, is_ours, sweep
+from reclaunch.providers import gc
+from reclaunch.runtime.sweep import Orphan, SweepReport, TransientError, is_ours, sweep
 
 
 def tags(cluster: str) -> dict[str, str]:
@@ -124,8 +125,8 @@ def test_unknown_cloud_is_usage_error():
 
 
 def test_import_pulls_no_cloud_sdk():
-    code = ("import sys, reclaunch.sweep, reclaunch.providers.aws_sweep, "
-            "reclaunch.providers.azure_sweep, reclaunch.providers.gcp_sweep\n"
+    code = ("import sys, reclaunch.runtime.sweep, reclaunch.providers.aws.sweep, "
+            "reclaunch.providers.azure.sweep, reclaunch.providers.gcp.sweep\n"
             "bad = [m for m in sys.modules if m.split('.')[0] in "
             "('boto3', 'botocore', 'azure', 'google')]\n"
             "assert not bad, bad")

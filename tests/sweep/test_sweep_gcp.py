@@ -9,8 +9,8 @@ import pytest
 from recorded_server import RecordedServer
 
 from reclaunch.errors import ProviderError
-from reclaunch.providers.gcp_sweep import GcpSweeper
-from reclaunch.sweep import sweep
+from reclaunch.providers.gcp.sweep import GcpSweeper
+from reclaunch.runtime.sweep import sweep
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "recorded" / "gcp" / "compute_sweep.json"
 PROJECT = json.loads(FIXTURE.read_text())["project"]

@@ -1,0 +1,186 @@
+"""Per-fabric NCCL / libfabric environment and pod requirements.
+
+The data lives in `fabric_profiles.PROFILES` (one table, each row with source and date); this
+module only looks rows up and turns them into values a renderer merges into a pod spec:
+
+    prof = profile_for("aws", "p5.48xlarge", spec.interconnect.inter_node, catalog)
+    env  = nccl_env(prof, spec.nccl.env, debug=spec.nccl.debug)      # user env wins
+    req  = pod_requirements(prof, spec.name, spec.gpus_per_node)     # resources, sidecars ...
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from reclaunch.errors import PlanError
+from reclaunch.fabric.profiles import DATE, PCIE_GEN4, PROFILES, FabricProfile, Member
+
+__all__ = ["DATE", "PROFILES", "FabricProfile", "Member", "PodRequirements", "get_profile",
+           "profile_for", "nccl_env", "pod_requirements", "gke_networks", "FABRICS"]
+
+FABRICS = ("efa", "infiniband", "tcpx", "tcpxo", "rdma", "ethernet")
+DEBUG_LEVELS = ("WARN", "INFO")
+_BY_NAME = {p.name: p for p in PROFILES}
+
+
+def get_profile(name: str) -> FabricProfile:
+    """A table row by name (unresolved: no instance type, intra-node figure 0)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise PlanError(f"unknown fabric profile {name!r}",
+                        hint="one of " + ", ".join(_BY_NAME)) from None
+
+
+def _match(cloud: str, instance_type: str,
+           fabric: str | None = None) -> tuple[FabricProfile, Member] | None:
+    """The row whose member prefix is the longest match for this instance type."""
+    best: tuple[int, FabricProfile, Member] | None = None
+    it = instance_type.lower()
+    for p in PROFILES:
+        if cloud not in p.clouds or (fabric is not None and p.fabric != fabric):
+            continue
+        for m in p.members:
+            if it.startswith(m.prefix.lower()) and (best is None or len(m.prefix) > best[0]):
+                best = (len(m.prefix), p, m)
+    return None if best is None else (best[1], best[2])
+
+
+def _resolve(p: FabricProfile, m: Member, instance_type: str, intra: float | None = None,
+             warning: str | None = None) -> FabricProfile:
+    return replace(
+        p, instance_type=instance_type,
+        intra_node_busbw_gbs=m.intra_node_busbw_gbs if intra is None else intra,
+        inter_node_busbw_gbs=(p.inter_node_busbw_gbs if m.inter_node_busbw_gbs is None
+                              else m.inter_node_busbw_gbs),
+        busbw_threshold_gbs=(p.busbw_threshold_gbs if m.busbw_threshold_gbs is None
+                             else m.busbw_threshold_gbs),
+        resources=p.resources if m.resources is None else m.resources,
+        warning=warning)
+
+
+def profile_for(cloud: str, instance_type: str | None, inter_node: str = "auto",
+                catalog: Any = None) -> FabricProfile:
+    """The fabric profile for an instance, resolved for that instance family.
+
+    `inter_node` "auto" takes the instance's fabric (from the catalog row when one is given,
+    else from the table); an explicit fabric must be one the instance has, except "ethernet",
+    which is always possible and carries a `warning` when it throws away an RDMA fabric.
+    """
+    instance_type = instance_type or ""
+    cpu = _match(cloud, instance_type, "gloo")
+    if cpu is not None:   # a CPU target (cloud: local): gloo whatever inter_node says
+        return _resolve(cpu[0], cpu[1], instance_type or "local")
+    if inter_node not in ("auto", *FABRICS):
+        raise PlanError(f"unknown interconnect.inter_node {inter_node!r}",
+                        hint="one of auto, " + ", ".join(FABRICS))
+    offer = catalog.instance(cloud, instance_type) if catalog is not None and instance_type else None
+    natural = _match(cloud, instance_type)
+    natural_fabric = offer.fabric if offer is not None else (natural[0].fabric if natural else None)
+    # A catalog row that says "ethernet" (e.g. a small g5 without EFA) beats the family prefix.
+    if natural is not None and natural_fabric != natural[0].fabric:
+        natural = _match(cloud, instance_type, natural_fabric)
+    intra = natural[1].intra_node_busbw_gbs if natural else None
+
+    wanted = natural_fabric if inter_node == "auto" else inter_node
+    if wanted in (None, "ethernet"):
+        eth = _BY_NAME["ethernet"]
+        member = _match(cloud, instance_type, "ethernet")
+        warning = None
+        if natural_fabric not in (None, "ethernet"):
+            warning = (f"inter_node: ethernet on {instance_type}, which has {natural_fabric}: "
+                       f"NCCL will use plain TCP sockets, typically 10-100x slower")
+        elif natural_fabric is None:
+            warning = (f"no fabric profile for {cloud} {instance_type or '(no instance type)'}: "
+                       f"assuming plain TCP (ethernet)")
+        # Unknown boards get the PCIe floor: planning must not divide by zero.
+        fallback = member[1] if member else Member("", PCIE_GEN4)
+        return _resolve(eth, fallback, instance_type,
+                        intra=intra if intra is not None else fallback.intra_node_busbw_gbs,
+                        warning=warning)
+    found = _match(cloud, instance_type, wanted)
+    if found is None or (offer is not None and offer.fabric != wanted):
+        has = natural_fabric or "no known fabric"
+        raise PlanError(f"interconnect.inter_node is {wanted} but {cloud} {instance_type} has {has}",
+                        hint="set inter_node: auto, or pick an instance type with that fabric")
+    return _resolve(found[0], found[1], instance_type)
+
+
+def nccl_env(profile: FabricProfile, user_env: Mapping[str, str] | None = None,
+             debug: str = "WARN") -> dict[str, str]:
+    """Profile env + NCCL_DEBUG; the user's `nccl.env` wins over both.
+
+    NCCL_ALGO is never added here: only a user who sets it gets it.
+    """
+    level = (debug or "WARN").upper()
+    if level not in DEBUG_LEVELS:
+        raise PlanError(f"nccl.debug must be WARN or INFO, not {debug!r}")
+    env = {k: v for k, v in profile.env.items() if k != "NCCL_ALGO"}
+    env["NCCL_DEBUG"] = level
+    if level == "INFO":
+        # INIT+NET is where the transport choice is printed; ENV echoes what was set.
+        env["NCCL_DEBUG_SUBSYS"] = "INIT,NET,ENV"
+    env.update({str(k): str(v) for k, v in (user_env or {}).items()})
+    return dict(sorted(env.items()))
+
+
+@dataclass(frozen=True)
+class PodRequirements:
+    """What a fabric adds to a training pod. Lists hold fresh dicts: safe to mutate.
+
+    resources: container limits (extended resources and hugepages; requests default to them),
+    including nvidia.com/gpu. env: container env that is not NCCL's (LD_LIBRARY_PATH ...);
+    merge it with nccl_env(). init_containers are native sidecars (restartPolicy Always).
+    exit_file: when set, the training command must `touch` it on exit so the sidecars stop.
+    """
+
+    resources: dict[str, Any] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    capabilities: list[str] = field(default_factory=list)
+    volumes: list[dict[str, Any]] = field(default_factory=list)
+    volume_mounts: list[dict[str, Any]] = field(default_factory=list)
+    init_containers: list[dict[str, Any]] = field(default_factory=list)
+    sidecars: list[dict[str, Any]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    shm_size: str = "64Gi"
+    exit_file: str | None = None
+
+
+def gke_networks(profile: FabricProfile, cluster_name: str) -> list[dict[str, str]]:
+    """The GKE multi-network entries: what the networking.gke.io/interfaces annotation lists
+    and the names of the GKE Network objects the GCP stack must create (all but 'default')."""
+    return [{"interfaceName": ifname, "network": tmpl.replace("{cluster}", cluster_name)}
+            for ifname, tmpl in profile.gke_interfaces]
+
+
+def _copy(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {k: _copy(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_copy(v) for v in obj]
+    return obj
+
+
+def pod_requirements(profile: FabricProfile, cluster_name: str,
+                     gpus_per_node: int) -> PodRequirements:
+    resources: dict[str, Any] = {}
+    if profile.fabric != "gloo" and gpus_per_node > 0:
+        resources["nvidia.com/gpu"] = gpus_per_node
+    resources.update(_copy(profile.resources))
+    resources.update(_copy(profile.hugepages))
+    annotations = dict(profile.annotations)
+    if profile.gke_interfaces:
+        annotations["networking.gke.io/interfaces"] = json.dumps(
+            gke_networks(profile, cluster_name), separators=(",", ":"))
+    if profile.device_annotation_container:
+        devices = [f"/dev/nvidia{i}" for i in range(gpus_per_node)] + list(profile.extra_devices)
+        annotations[f"devices.gke.io/container.{profile.device_annotation_container}"] = (
+            "".join(f"- path: {d}\n" for d in devices))
+    return PodRequirements(
+        resources=resources, annotations=annotations,
+        capabilities=list(profile.capabilities),
+        volumes=_copy(profile.volumes), volume_mounts=_copy(profile.volume_mounts),
+        init_containers=_copy(profile.init_containers), sidecars=_copy(profile.sidecars),
+        env=dict(profile.pod_env), shm_size=profile.shm_size, exit_file=profile.exit_file)

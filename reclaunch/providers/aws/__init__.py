@@ -1,0 +1,61 @@
+"""AWS: EKS through stacks/aws. Credentials, capacity/quota error table, fallback policy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from reclaunch.providers.kubecloud import (CAPACITY, QUOTA, SPOT_CAPACITY, SPOT_QUOTA, CloudSpec,
+                                           KubeCloudProvider)
+
+# (regex over the engine's error text, kind); first match wins, so specific before general.
+ERRORS: list[tuple[str, str]] = [
+    (r"MaxSpotInstanceCountExceeded|max spot instance count", SPOT_QUOTA),
+    (r"SpotMaxPriceTooLow|capacity-not-available|UnfulfillableCapacity|"
+     r"InsufficientSpotCapacity|capacity-oversubscribed", SPOT_CAPACITY),
+    (r"InsufficientInstanceCapacity|InsufficientCapacity|"
+     r"Unsupported.*(availability zone|instance type)|InsufficientHostCapacity", CAPACITY),
+    (r"VcpuLimitExceeded|InstanceLimitExceeded|vCPU (capacity|limit)|"
+     r"LimitExceeded.*(instances|vcpu)", QUOTA),
+]
+
+QUOTA_FIX = ("request more vCPUs for this instance family in Service Quotas: "
+             "https://console.aws.amazon.com/servicequotas/home/services/ec2/quotas")
+CAPACITY_FIX = ("add zones to `zones:`, enable `spot.fallback: on-demand`, or use a capacity "
+                "reservation / another region")
+
+
+def credentials() -> tuple[str, str] | None:
+    env = os.environ
+    if any(env.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+                                "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")):
+        return None
+    files = [env.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials"),
+             env.get("AWS_CONFIG_FILE", "~/.aws/config")]
+    if any(Path(f).expanduser().is_file() for f in files):
+        return None
+    try:  # instance profiles and the rest of botocore's chain
+        import boto3
+        if boto3.Session().get_credentials() is not None:
+            return None
+    except Exception:
+        pass
+    return ("no AWS credentials found",
+            "run `aws configure` or `aws sso login`, or set AWS_PROFILE / AWS_ACCESS_KEY_ID")
+
+
+def stack_config(plan) -> dict[str, str]:
+    return {"aws:region": plan.region} if plan.region else {}
+
+
+CLOUD = CloudSpec(name="aws", program="stacks.aws.program:program",
+                  sweeper="reclaunch.providers.aws.sweep:AwsSweeper",
+                  prices="reclaunch.providers.aws.pricing:fetch_prices", pip_extra="aws",
+                  credentials=credentials,
+                  errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
+                  stack_config=stack_config)
+
+
+def provider(**overrides) -> KubeCloudProvider:
+    return KubeCloudProvider(CLOUD, env_overrides=overrides)

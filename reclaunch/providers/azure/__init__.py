@@ -1,0 +1,59 @@
+"""Azure: AKS through stacks/azure. Credentials, capacity/quota error table, fallback policy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from reclaunch.providers.kubecloud import (CAPACITY, QUOTA, SPOT_CAPACITY, SPOT_QUOTA, CloudSpec,
+                                           KubeCloudProvider)
+
+ERRORS: list[tuple[str, str]] = [
+    (r"LowPriorityCores|low.?priority.*quota|spot.*quota", SPOT_QUOTA),
+    (r"SpotVM.*(Capacity|NotAvailable)|EvictionPolicy.*capacity", SPOT_CAPACITY),
+    (r"SkuNotAvailable|ZonalAllocationFailed|AllocationFailed|"
+     r"OverconstrainedAllocationRequest|OverconstrainedZonalAllocationRequest", CAPACITY),
+    (r"QuotaExceeded|exceed(ing)? approved .*quota|OperationNotAllowed.*quota|"
+     r"InsufficientVCPUQuota", QUOTA),
+]
+
+QUOTA_FIX = ("request more vCPUs for this VM family (Help + support > Service and subscription "
+             "limits, or `az quota create`)")
+CAPACITY_FIX = ("add zones to `zones:`, enable `spot.fallback: on-demand`, or try another region "
+                "(`az vm list-skus --location REGION --size SIZE` shows restrictions)")
+
+
+def credentials() -> tuple[str, str] | None:
+    env = os.environ
+    if (env.get("AZURE_CLIENT_ID") or env.get("ARM_CLIENT_ID")) and \
+            (env.get("AZURE_TENANT_ID") or env.get("ARM_TENANT_ID")):
+        return None
+    if env.get("ARM_USE_MSI") or env.get("IDENTITY_ENDPOINT") or env.get("MSI_ENDPOINT"):
+        return None
+    cfg = Path(env.get("AZURE_CONFIG_DIR", "~/.azure")).expanduser()
+    if (cfg / "azureProfile.json").is_file() and any(cfg.glob("msal_token_cache*")):
+        return None
+    return ("no Azure credentials found",
+            "run `az login` (and `az account set -s SUBSCRIPTION`), or set AZURE_CLIENT_ID, "
+            "AZURE_TENANT_ID and AZURE_CLIENT_SECRET")
+
+
+def stack_config(plan) -> dict[str, str]:
+    cfg = {"azure-native:location": plan.region} if plan.region else {}
+    sub = os.environ.get("AZURE_SUBSCRIPTION_ID") or os.environ.get("ARM_SUBSCRIPTION_ID")
+    if sub:
+        cfg["azure-native:subscriptionId"] = sub
+    return cfg
+
+
+# SkuNotAvailable is usually region-wide for a SKU, but zonal allocation failures are not.
+CLOUD = CloudSpec(name="azure", program="stacks.azure.program:program",
+                  sweeper="reclaunch.providers.azure.sweep:AzureSweeper",
+                  prices="reclaunch.providers.azure.pricing:fetch_prices", pip_extra="azure",
+                  credentials=credentials,
+                  errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
+                  stack_config=stack_config)
+
+
+def provider(**overrides) -> KubeCloudProvider:
+    return KubeCloudProvider(CLOUD, env_overrides=overrides)

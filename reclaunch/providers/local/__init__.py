@@ -1,0 +1,314 @@
+"""cloud: local — the same job on this machine: N simulated nodes, one torchrun agent each.
+
+`up` writes DIR/launch.json ($RECLAUNCH_HOME/local/<name>/) and starts a detached supervisor
+(reclaunch.providers.local.supervisor) that owns the processes, so the cluster outlives the
+CLI. Everything else (`status`, `logs`, `down`, `preempt`) reads DIR/state.json and the
+per-node logs, or drops a request in DIR/control/ for the supervisor to carry out.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from reclaunch.errors import MissingExtraError, ProviderError, UsageError
+from reclaunch.providers import JobStatus
+from reclaunch.providers.local import proc as lp
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+_PYTHONS = ("python", "python3", f"python3.{sys.version_info.minor}")
+
+
+def entrypoint(command: list[str], args: list[str]) -> list[str]:
+    """job.command + args -> torchrun's trailing arguments (the interpreter is this one)."""
+    cmd = [*command, *args]
+    if Path(cmd[0]).name in _PYTHONS or cmd[0] == sys.executable:
+        rest = cmd[1:]
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            return ["--module", *rest[1:]]
+        if not rest:
+            raise UsageError("job.command runs python with no script")
+        if rest[0].startswith("-"):  # python -c ..., python -u script: run this interpreter as is
+            return ["--no-python", sys.executable, *rest]
+        return rest
+    return ["--no-python", *cmd]
+
+
+class LocalProvider:
+    name = "local"
+
+    # ------------------------------------------------------------ Provider protocol
+    def check_ready(self, plan: "Plan | None" = None) -> None:
+        if importlib.util.find_spec("torch") is None:
+            raise MissingExtraError("torch", "local")
+        if not Path("/proc/self/environ").exists():
+            raise ProviderError("cloud: local needs Linux (/proc) to track its processes")
+
+    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, **opts: Any) -> JobStatus:
+        """Start the cluster detached; with watch, follow it live to the end.
+
+        opts: cwd (where job.command runs; default the spec file's repo root), port (preferred
+        rendezvous port; a taken one falls back to a free one), console (rich Console),
+        join_timeout, last_call_timeout (seconds), timeout (watch limit, seconds).
+        """
+        from reclaunch.manifests.env import job_env
+
+        self.check_ready(plan)
+        spec = plan.spec
+        if watch:  # the same plan a cloud `up` shows before it spends anything
+            from reclaunch.ui.console import console
+            from reclaunch.ui.plan import render_plan
+
+            (opts.get("console") or console()).print(render_plan(plan))
+        root = lp.cluster_dir(spec.name)
+        old = lp.read_json(root / "state.json")
+        if old and lp.pid_alive(old.get("supervisor_pid")):
+            raise ProviderError(
+                f"local cluster {spec.name!r} is already up (state {old.get('state')}, "
+                f"supervisor pid {old['supervisor_pid']})",
+                hint=f"follow it with `reclaunch status {spec.name}` / `reclaunch logs {spec.name} -f`, "
+                     f"or stop it with `reclaunch down {spec.name}`")
+        if lp.run_pids(spec.name):
+            raise ProviderError(f"processes of a previous {spec.name!r} run are still alive",
+                                hint=f"`reclaunch down {spec.name}` stops them")
+        for stale in ("state.json", "result.json", "supervisor.log"):
+            (root / stale).unlink(missing_ok=True)
+        shutil.rmtree(root / "nodes", ignore_errors=True)
+        shutil.rmtree(root / "control", ignore_errors=True)
+        root.mkdir(parents=True, exist_ok=True)
+
+        env = job_env(plan, local_root=root)
+        if spec.storage.kind == "hostpath":
+            (root / "data").mkdir(exist_ok=True)
+        Path(env["CHECKPOINT_DIR"]).mkdir(parents=True, exist_ok=True)
+        env.setdefault("RECLAUNCH_RESULT", str(root / "result.json"))
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        if "OMP_NUM_THREADS" not in os.environ:  # N simulated nodes share these cores
+            env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // plan.world_size)))
+        if Path("/sys/class/net/lo").exists() and "GLOO_SOCKET_IFNAME" not in os.environ:
+            env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        cwd = Path(opts.get("cwd") or _repo_root(opts.get("spec_path") or getattr(spec, "_source", None)))
+        launch = {
+            "name": spec.name, "run_id": uuid.uuid4().hex[:8], "cwd": str(cwd),
+            "nodes": plan.nodes, "min_nodes": plan.min_nodes, "max_nodes": plan.max_nodes,
+            "nproc": plan.gpus_per_node, "max_restarts": spec.job.max_restarts,
+            "entry": entrypoint(spec.job.command, spec.job.args), "env": env,
+            "image": spec.job.image, "teardown": spec.teardown.when,
+            "keep_on_failure": spec.teardown.keep_on_failure,
+            "idle_minutes": spec.teardown.idle_minutes, "port": opts.get("port"),
+            "join_timeout": int(opts.get("join_timeout", 300)),
+            "last_call_timeout": int(opts.get("last_call_timeout", 10)),
+            "spot": plan.spot, "created_at": time.time(),
+        }
+        lp.write_json(root / "launch.json", launch)
+        _journal(plan, opts.get("spec_path"))
+        with open(root / "supervisor.log", "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "reclaunch.providers.local.supervisor", str(root)],
+                cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, lp.MARKER: f"{spec.name}:{launch['run_id']}",
+                     "PYTHONPATH": _pythonpath()})
+        deadline = time.monotonic() + 120
+        while True:
+            state = lp.read_json(root / "state.json")
+            if state and state.get("state") != "Created" or state and state.get("state") in lp.TERMINAL:
+                break
+            if proc.poll() is not None:
+                tail = (root / "supervisor.log").read_text(errors="replace").strip().splitlines()[-5:]
+                raise ProviderError(f"local supervisor exited ({proc.returncode}): " + " | ".join(tail))
+            if time.monotonic() > deadline:
+                raise ProviderError("local supervisor did not start within 120 s",
+                                    hint=f"see {root / 'supervisor.log'}")
+            time.sleep(0.1)
+        if not watch:
+            return self.status(spec.name)
+        from reclaunch.providers.local.watch import watch as follow
+
+        return follow(self, spec.name, console=opts.get("console"), timeout=opts.get("timeout"))
+
+    def status(self, name: str) -> JobStatus:
+        root = lp.cluster_dir(name)
+        state = lp.read_json(root / "state.json")
+        if state is None:
+            raise UsageError(f"no local cluster named {name!r}" + _known_hint())
+        job_state = state["state"]
+        alive = lp.pid_alive(state.get("supervisor_pid"))
+        if job_state not in lp.TERMINAL and not alive:
+            job_state, state["message"] = "Failed", "the local supervisor died; see supervisor.log"
+        failure = state.get("failure") or {}
+        message = state.get("message", "")
+        if job_state == "Failed" and failure.get("last_lines"):
+            message += "\n" + "\n".join(f"  {ln}" for ln in failure["last_lines"])
+        spot = (lp.read_json(root / "launch.json") or {}).get("spot", False)
+        nodes, pods = [], []
+        for n in state.get("nodes", []):
+            nodes.append({"name": f"{name}-node-{n['index']}", "capacity_type": "spot" if spot else "on-demand",
+                          "ready": n["state"] == "running" and lp.pid_alive(n.get("pid"))})
+            pods.append({"name": f"{name}-node-{n['index']}", "rank": n["index"], "phase": n["state"].capitalize(),
+                         "restarts": n.get("incarnation", 0), "pid": n.get("pid"),
+                         "exit_code": n.get("exit_code")})
+        started = state.get("started_at")
+        end = state.get("finished_at") or time.time()
+        return JobStatus(
+            name=name, cloud="local", state=job_state, message=message.strip(), nodes=nodes, pods=pods,
+            started_at=started, elapsed_seconds=(end - started) if started else None, spend_usd=0.0,
+            details={"root": str(root), "port": state.get("port"), "progress": state.get("progress", {}),
+                     "failure": failure, "preemptions": state.get("preemptions", []),
+                     "supervisor_alive": alive, "torn_down": state.get("torn_down", False),
+                     "result": lp.read_json(root / "result.json")})
+
+    def list(self) -> list[JobStatus]:
+        """Every local cluster under $RECLAUNCH_HOME (for `reclaunch status` with no NAME)."""
+        base = lp.home()
+        names = sorted(p.name for p in base.iterdir() if (p / "state.json").exists()) if base.is_dir() else []
+        return [self.status(n) for n in names]
+
+    def logs(self, name: str, rank: int | None = None, follow: bool = False,
+             poll: float = 0.5) -> Iterator[str]:
+        """Lines of every node's log, worker lines as `[rankR]: ...`, agent lines as `[node-K] ...`.
+        With rank, only that rank's lines. With follow, keeps going until the supervisor is gone."""
+        root = self._root(name)
+        if rank is not None:  # a rank that can never exist would print nothing, forever with -f
+            launch = lp.read_json(root / "launch.json") or {}
+            world = (int(launch.get("max_nodes") or launch.get("nodes") or 1)
+                     * int(launch.get("nproc") or 1))
+            if not 0 <= rank < world:
+                raise UsageError(f"{name}: no rank {rank} (ranks 0..{world - 1})")
+        paths = sorted((root / "nodes").glob("node-*.log"))
+        tail = lp.Tail(paths)
+        while True:
+            for path in sorted((root / "nodes").glob("node-*.log")):
+                tail.add(path)
+            for path, line in tail.read():
+                r, _ = lp.split_rank(line)
+                if rank is not None and r != rank:
+                    continue
+                yield line if r is not None else f"[{path.stem}] {line}"
+            if not follow:
+                return
+            state = lp.read_json(root / "state.json") or {}
+            if not lp.pid_alive(state.get("supervisor_pid")):
+                for path, line in tail.read():
+                    r, _ = lp.split_rank(line)
+                    if rank is None or r == rank:
+                        yield line if r is not None else f"[{path.stem}] {line}"
+                return
+            time.sleep(poll)
+
+    def down(self, name: str, *, keep_storage: bool = False, grace: float = 15.0) -> None:
+        """Stop every process of the cluster (verified by /proc), free its port, remove its
+        state, logs and checkpoints (keep_storage keeps data/ and the checkpoints)."""
+        root = self._root(name)
+        state = lp.read_json(root / "state.json") or {}
+        sup = state.get("supervisor_pid")
+        if lp.pid_alive(sup):
+            lp.signal_all([sup], 15)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and lp.pid_alive(sup):
+                time.sleep(0.1)
+        left = lp.kill_marked(lp.MARKER, f"{name}:", 5.0)
+        if left:
+            raise ProviderError(f"could not stop processes {left} of local cluster {name!r}")
+        if keep_storage:
+            keep = {"data"}
+            ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")
+            if ckpt and Path(ckpt).parent == root:
+                keep.add(Path(ckpt).name)
+            for child in root.iterdir():
+                if child.name not in keep:
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+        try:  # the CLI finds clusters by their journal (reclaunch.runtime.journal)
+            from reclaunch.runtime.journal import Journal
+
+            Journal(name).path.unlink(missing_ok=True)
+        except Exception:  # pragma: no cover - the journal is lifecycle's; never block down
+            pass
+
+    # ------------------------------------------------------------ spot drill
+    def preempt(self, name: str, node: int, *, notice: float = 10.0, replace_after: float = 5.0,
+                wait: bool = True, timeout: float = 120.0) -> dict[str, Any]:
+        """Reclaim node `node` as a spot market would: SIGTERM to its agent and workers, `notice`
+        seconds of grace, SIGKILL, and a replacement node `replace_after` seconds later that
+        rejoins the rendezvous. With wait, returns once the node is gone (the record)."""
+        root = self._root(name)
+        state = lp.read_json(root / "state.json") or {}
+        if not lp.pid_alive(state.get("supervisor_pid")) or state.get("state") in lp.TERMINAL:
+            raise UsageError(f"local cluster {name!r} is not running (state {state.get('state')})")
+        nodes = state.get("nodes", [])
+        if not 0 <= node < len(nodes):
+            raise UsageError(f"--node {node}: cluster {name!r} has nodes 0..{len(nodes) - 1}")
+        if not (0 <= notice < float("inf") and 0 <= replace_after < float("inf")):  # and not nan
+            raise UsageError("--notice and the replacement delay must be >= 0 seconds (and finite)")
+        rid = uuid.uuid4().hex[:8]
+        lp.write_json(root / "control" / f"preempt-{time.time_ns()}-{rid}.json",
+                      {"id": rid, "node": node, "notice": notice, "replace_after": replace_after})
+        deadline = time.monotonic() + (timeout if wait else 10.0)
+        while time.monotonic() < deadline:
+            state = lp.read_json(root / "state.json") or {}
+            rec = next((r for r in state.get("preemptions", []) if r["id"] == rid), None)
+            if rec and rec["status"] == "rejected":
+                raise UsageError(f"cannot preempt node {node}: {rec.get('reason')}")
+            if rec and (not wait or rec["status"] not in ("noticed",)):
+                return rec
+            if not lp.pid_alive(state.get("supervisor_pid")):
+                break
+            time.sleep(0.1)
+        raise ProviderError(f"the supervisor of {name!r} did not carry out the preemption")
+
+    # ------------------------------------------------------------ helpers
+    def _root(self, name: str) -> Path:
+        root = lp.cluster_dir(name)
+        if not (root / "state.json").exists() and not (root / "launch.json").exists():
+            raise UsageError(f"no local cluster named {name!r}" + _known_hint())
+        return root
+
+
+def _journal(plan: "Plan", spec_path: str | None) -> None:
+    """Record the cluster where `reclaunch status/logs/down` look up its cloud."""
+    try:
+        from reclaunch.runtime.journal import ClusterRecord, Journal
+    except ImportError:  # pragma: no cover
+        return
+    spec = plan.spec
+    Journal(spec.name).save_record(ClusterRecord(
+        name=spec.name, cloud="local", nodes=plan.nodes, spot=plan.spot,
+        teardown_when=spec.teardown.when, spec_path=spec_path))
+
+
+def _known_hint() -> str:
+    base = lp.home()
+    names = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+    return f"; known: {', '.join(names)}" if names else " (none exist under " + str(base) + ")"
+
+
+def _repo_root(source: str | None) -> Path:
+    """The spec file's repository root (so examples/trainer/train.py resolves), else cwd."""
+    if not source or not Path(source).exists():
+        return Path.cwd()
+    d = Path(source).resolve().parent
+    for cand in (d, *d.parents):
+        if (cand / ".git").exists() or (cand / "pyproject.toml").exists():
+            return cand
+    return Path.cwd()
+
+
+def _pythonpath() -> str:
+    here = str(Path(__file__).resolve().parents[2])  # so the supervisor imports this reclaunch
+    prev = os.environ.get("PYTHONPATH")
+    return f"{here}{os.pathsep}{prev}" if prev else here
+
+
+def provider() -> LocalProvider:
+    return LocalProvider()

@@ -1,0 +1,349 @@
+"""The detached process behind a `cloud: local` cluster: `python -m reclaunch.providers.local.supervisor DIR`.
+
+It plays the cloud's part: hosts the c10d rendezvous store (so any node, rank 0's included,
+can be reclaimed without taking the rendezvous down), starts one torchrun agent per simulated
+node, carries out spot-reclaim drills (notice, grace, kill, replacement after a delay), keeps
+state.json current, and applies the teardown policy when the job ends. Everything it needs is
+in DIR/launch.json, written by `LocalProvider.up`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from reclaunch.providers.local import proc as lp
+
+TICK = 0.2
+
+
+class Supervisor:
+    def __init__(self, root: Path):
+        self.root = root
+        self.launch: dict[str, Any] = lp.read_json(root / "launch.json") or {}
+        self.name = self.launch["name"]
+        self.run_id = self.launch["run_id"]
+        self.stopping = False
+        self.procs: dict[int, subprocess.Popen] = {}   # pid -> agent (kept so Popen never reaps)
+        self.agent_node: dict[int, int] = {}          # pid -> node index
+        self.nodes: list[dict[str, Any]] = []
+        self.preemptions: list[dict[str, Any]] = []
+        self.tail = lp.Tail()
+        self.node_lines: dict[int, list[str]] = {}
+        self.progress: dict[str, Any] = {"step": 0, "loss": None, "samples_per_s": None,
+                                         "steps": None, "losses": [], "checkpoints": [],
+                                         "resumed_from": [], "sigterms": [], "done": None}
+        self.state = "Created"
+        self.message = ""
+        self.failure: dict[str, Any] | None = None
+        self.pending_failure: float | None = None
+        self.started_at = time.time()
+        self.finished_at: float | None = None
+        self.restarting_since: float | None = None
+        self.store = None
+        self.port: int | None = None
+        self._last_write = 0.0
+
+    # ------------------------------------------------------------ setup
+    def open_store(self) -> None:
+        from datetime import timedelta
+
+        from torch.distributed import TCPStore
+
+        want = int(self.launch.get("port") or 0)
+        for port in ([want] if want else []) + [0]:
+            try:
+                self.store = TCPStore("127.0.0.1", port, is_master=True, multi_tenant=True,
+                                      wait_for_workers=False, timeout=timedelta(seconds=60))
+                self.port = self.store.port
+                if want and port == 0:
+                    self.message = f"port {want} is in use; rendezvous on port {self.port} instead"
+                return
+            except Exception as exc:  # port taken (race or user's choice): take any free one
+                last = exc
+        raise RuntimeError(f"cannot open the rendezvous store on 127.0.0.1: {last}")
+
+    def agent_cmd(self, node: int) -> list[str]:
+        L = self.launch
+        conf = ",".join(f"{k}={v}" for k, v in {
+            "is_host": 0, "join_timeout": L["join_timeout"], "last_call_timeout": L["last_call_timeout"],
+            "close_timeout": 10, "keep_alive_interval": 1, "keep_alive_max_attempt": 5}.items())
+        return [sys.executable, "-m", "torch.distributed.run",
+                f"--nnodes={L['min_nodes']}:{L['max_nodes']}", f"--nproc-per-node={L['nproc']}",
+                "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{self.port}",
+                f"--rdzv-id={self.name}", f"--rdzv-conf={conf}", f"--max-restarts={L['max_restarts']}",
+                "--local-addr=127.0.0.1", "--monitor-interval=0.5",
+                f"--log-dir={self.root / 'nodes' / f'node-{node}' / 'torchelastic'}", "--tee=3",
+                *L["entry"]]
+
+    def start_node(self, node: int) -> None:
+        info = self.nodes[node]
+        info["incarnation"] = info.get("incarnation", -1) + 1
+        env = dict(os.environ)
+        env.update(self.launch["env"])
+        env[lp.MARKER] = f"{self.name}:{self.run_id}"
+        env[lp.NODE_MARKER] = f"{self.name}:{self.run_id}:{node}:{info['incarnation']}"
+        env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = lp.RANK_PREFIX
+        # torch caches the bootstrap store address per agent across rounds, so a replacement
+        # node joining a later round waits forever for it; per-round addresses avoid that.
+        env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
+        log_path = lp.node_log(self.root, node)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "a") as log:
+            if info["incarnation"]:
+                log.write(f"--- reclaunch: node {node} replaced (incarnation {info['incarnation']}) ---\n")
+                log.flush()
+            proc = subprocess.Popen(self.agent_cmd(node), cwd=self.launch["cwd"], env=env,
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        self.procs[proc.pid] = proc
+        self.agent_node[proc.pid] = node
+        info.update(pid=proc.pid, state="running", exit_code=None, started_at=time.time())
+        self.tail.add(log_path)
+
+    # ------------------------------------------------------------ events
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            node = self.agent_node.pop(pid, None)
+            self.procs.pop(pid, None)
+            if node is None:
+                continue  # an orphaned worker we adopted as subreaper
+            code = os.waitstatus_to_exitcode(status)
+            info = self.nodes[node]
+            info["exit_code"] = code
+            if info["state"] in ("reclaiming", "replacing"):
+                continue  # the drill killed it; the replacement comes on schedule
+            info["state"] = "exited"
+            if code == 0:
+                if self.state not in lp.TERMINAL:
+                    self.finish("Succeeded", "")
+            elif not self.stopping and self.pending_failure is None and self.state not in lp.TERMINAL:
+                self.pending_failure = time.monotonic()
+                self.failure = {"node": node, "exit_code": code}
+
+    def node_marker(self, node: int) -> str:
+        return f"{self.name}:{self.run_id}:{node}:{self.nodes[node]['incarnation']}"
+
+    def control(self) -> None:
+        for req_path in sorted((self.root / "control").glob("preempt-*.json")):
+            req = lp.read_json(req_path)
+            req_path.unlink(missing_ok=True)
+            if not req:
+                continue
+            node = int(req["node"])
+            rec = {"id": req["id"], "node": node, "notice": float(req["notice"]),
+                   "replace_after": float(req["replace_after"]), "requested_at": time.time()}
+            if self.state in lp.TERMINAL or not 0 <= node < len(self.nodes) or \
+                    self.nodes[node]["state"] != "running":
+                rec.update(status="rejected", reason=f"node {node} is not running")
+            else:
+                lp.signal_all(lp.marked_pids(lp.NODE_MARKER, self.node_marker(node)), signal.SIGTERM)
+                rec.update(status="noticed", step_at_notice=self.progress["step"],
+                           deadline=time.monotonic() + rec["notice"])
+                self.nodes[node]["state"] = "reclaiming"
+                self.nodes[node]["reclaims"] = self.nodes[node].get("reclaims", 0) + 1
+                self.restarting_since = time.time()
+            self.preemptions.append(rec)
+            self.write(force=True)
+
+    def advance_drills(self) -> None:
+        now = time.monotonic()
+        for rec in self.preemptions:
+            node = rec["node"]
+            if rec["status"] == "noticed":
+                marker = self.node_marker(node)
+                alive = lp.marked_pids(lp.NODE_MARKER, marker)
+                if now >= rec["deadline"] or not alive:
+                    lp.signal_all(alive, signal.SIGKILL)  # the instance is gone
+                    rec.update(status="killed", killed_at=time.time(), graceful=not alive,
+                               replace_at=now + rec["replace_after"])
+                    self.nodes[node]["state"] = "replacing"
+                    self.write(force=True)
+            elif rec["status"] == "killed" and now >= rec["replace_at"]:
+                if self.state in lp.TERMINAL:
+                    rec["status"] = "cancelled"
+                    continue
+                if lp.marked_pids(lp.NODE_MARKER, self.node_marker(node)):
+                    continue  # not all gone yet: never two incarnations of one node
+                self.start_node(node)
+                rec.update(status="replaced", replaced_at=time.time())
+                self.write(force=True)
+
+    def read_logs(self) -> None:
+        for path, line in self.tail.read():
+            node = int(path.stem.split("-")[1])
+            buf = self.node_lines.setdefault(node, [])
+            buf.append(line)
+            del buf[:-400]
+            rank, text = lp.split_rank(line)
+            if rank != 0:
+                continue
+            ev = lp.parse_line(text)
+            if not ev:
+                continue
+            p, kind = self.progress, ev["kind"]
+            if kind in ("step", "done"):
+                p.update(step=ev["step"], loss=ev["loss"], samples_per_s=ev["samples_per_s"])
+                if kind == "step":
+                    p["losses"].append([ev["step"], ev["loss"]])
+                    if self.restarting_since and not any(
+                            r["status"] in ("noticed", "killed") for r in self.preemptions):
+                        self.restarting_since = None
+                else:
+                    p["done"] = ev
+            elif kind == "start":
+                p["steps"] = ev["steps"]
+            elif kind == "resumed":
+                p["resumed_from"].append(ev["step"])
+            elif kind == "checkpoint":
+                p["checkpoints"].append(ev["step"])
+            elif kind == "sigterm":
+                p["sigterms"].append(ev["step"])
+
+    # ------------------------------------------------------------ state
+    def job_state(self) -> str:
+        if self.state in lp.TERMINAL:
+            return self.state
+        if any(n["state"] == "running" for n in self.nodes) or any(
+                r["status"] in ("noticed", "killed") for r in self.preemptions):
+            return "Restarting" if self.restarting_since else "Running"
+        return "Created"
+
+    def write(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_write < 1.0:
+            return
+        self._last_write = now
+        self.state = self.job_state()
+        lp.write_json(self.root / "state.json", {
+            "name": self.name, "run_id": self.run_id, "supervisor_pid": os.getpid(),
+            "port": self.port, "state": self.state, "message": self.message,
+            "failure": self.failure, "nodes": self.nodes, "preemptions": self.preemptions,
+            "progress": self.progress, "started_at": self.started_at,
+            "finished_at": self.finished_at, "teardown": self.launch["teardown"],
+            "torn_down": False, "root": str(self.root), "updated_at": time.time()})
+
+    def finish(self, state: str, message: str) -> None:
+        self.state, self.finished_at = state, time.time()
+        if message:
+            self.message = message
+
+    def check_failure(self) -> None:
+        if self.pending_failure is None or self.state in lp.TERMINAL:
+            return
+        if time.monotonic() - self.pending_failure < 3.0:
+            return  # a node that loses the race with a finishing peer is not a failure
+        self.read_logs()
+        node = self.failure["node"]
+        lines = self.node_lines.get(node, [])
+        rank = lp.failing_rank(lines)
+        self.failure.update(rank=rank, last_lines=lp.last_lines(lines, rank))
+        who = f"rank {rank}" if rank is not None else f"node {node}"
+        self.finish("Failed", f"{who} failed (node {node} agent exit {self.failure['exit_code']})")
+
+    def stop_nodes(self, grace: float = 10.0) -> None:
+        for info in self.nodes:
+            if info["state"] in ("running", "reclaiming", "replacing"):
+                info["state"] = "stopped"
+        lp.kill_marked(lp.MARKER, f"{self.name}:{self.run_id}", grace, exclude=[os.getpid()])
+        self.reap()
+
+    # ------------------------------------------------------------ main loop
+    def run(self) -> int:
+        _become_subreaper()
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        (self.root / "control").mkdir(parents=True, exist_ok=True)
+        try:
+            self.open_store()
+        except RuntimeError as exc:
+            self.finish("Failed", str(exc))
+            self.write(force=True)
+            return 1
+        self.nodes = [{"index": k, "state": "pending", "reclaims": 0} for k in range(self.launch["nodes"])]
+        self.write(force=True)
+        for k in range(self.launch["nodes"]):
+            self.start_node(k)
+        self.write(force=True)
+        while not self.stopping and self.state not in lp.TERMINAL:
+            time.sleep(TICK)
+            self.reap()
+            self.control()
+            self.advance_drills()
+            self.read_logs()
+            self.check_failure()
+            if self.state not in lp.TERMINAL and not any(
+                    n["state"] in ("running", "reclaiming", "replacing") for n in self.nodes) \
+                    and self.pending_failure is None:
+                self.finish("Failed", "every node exited without finishing the job")
+            self.write()
+        if self.stopping:
+            self.finish("Stopped", "stopped by `reclaunch down`")
+        # A finished job: let the other agents leave on their own, then make sure.
+        deadline = time.monotonic() + (20.0 if self.state == "Succeeded" else 3.0)
+        while time.monotonic() < deadline and any(lp.pid_alive(p) for p in list(self.procs)):
+            time.sleep(TICK)
+            self.reap()
+        self.read_logs()
+        self.stop_nodes()
+        self.write(force=True)
+        when = self.launch["teardown"]
+        # The same teardown policy as every target (runtime/policy.py): keep_on_failure included;
+        # a failed job under on_success is kept until the idle guard below.
+        from reclaunch.runtime.policy import after_job
+        action = after_job(self.state, when=when,
+                           keep_on_failure=bool(self.launch.get("keep_on_failure", False)))
+        keep = not self.stopping and (action is None or action[0] == "keep")
+        if keep:  # the "cluster" stays up (port held) until `reclaunch down`
+            self.message = (self.message + "; " if self.message else "") + \
+                f"kept up (teardown: {when}); `reclaunch down {self.name}` removes it"
+            self.write(force=True)
+            # teardown.idle_minutes, as on clouds: a cluster kept for debugging with no job
+            # running goes after that long; `never` means never.
+            idle_s = None if when == "never" else float(self.launch.get("idle_minutes", 30)) * 60
+            kept_at = time.monotonic()
+            while not self.stopping:
+                if idle_s is not None and time.monotonic() - kept_at >= idle_s:
+                    self.message += (f"; torn down after {idle_s / 60:g} idle minute(s) "
+                                     "(teardown.idle_minutes)")
+                    self.write(force=True)
+                    break
+                time.sleep(0.5)
+        self.store = None  # frees the port
+        state = lp.read_json(self.root / "state.json") or {}
+        state.update(torn_down=True, supervisor_pid=None, updated_at=time.time())
+        lp.write_json(self.root / "state.json", state)
+        return 0
+
+    def _on_signal(self, signum, frame) -> None:
+        self.stopping = True
+
+
+def _become_subreaper() -> None:
+    """Adopt orphaned workers (their agent was SIGKILLed) so they are reaped here, not by init."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):  # not Linux: the environment marker still finds them
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    return Supervisor(Path(argv[0])).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The CLI's verbs that act on a cluster: pick its provider (from the spec or the journal) and
+call the Provider protocol. The only place between the CLI and the targets."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from reclaunch.errors import UsageError
+from reclaunch.runtime.journal import Journal
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.runtime.states import JobStatus
+
+
+
+def provider_for(name: str):
+    """The provider of a known cluster (from its journal record)."""
+    import re
+
+    from reclaunch.providers import get
+    if not re.fullmatch(r"[a-z0-9-]{1,40}", name or ""):   # spec.Spec.name; never a path
+        raise UsageError(f"{name!r} is not a cluster name (1..40 characters of a-z, 0-9 and '-')",
+                         hint="`reclaunch status` lists known clusters")
+    return get(Journal(name).record().cloud)
+
+
+_provider_for = provider_for
+
+
+def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool = False,
+           watch: bool = True, detach: bool = False, backend: str | None = None) -> "JobStatus":
+    """`reclaunch up FILE`: every check that needs no cloud runs before anything is created."""
+    from reclaunch.catalog import load_catalog
+    from reclaunch.planner import make_plan
+    from reclaunch.providers import get
+    from reclaunch.spec import load_spec
+    catalog = load_catalog()   # once: validation and planning read the same prices
+    plan = make_plan(load_spec(path, catalog), catalog)
+    provider = get(plan.cloud)
+    provider.check_ready(plan)
+    return provider.up(plan, yes=yes, force=force, preflight=preflight, watch=watch and not detach,
+                       detach=detach, backend=backend, spec_path=str(path))
+
+
+def cli_status(name: str | None = None) -> list["JobStatus"]:
+    from reclaunch.errors import ReclaunchError
+    from reclaunch.runtime.journal import known_clusters
+    from reclaunch.runtime.lifecycle import _status_obj
+    if name is not None:
+        return [_provider_for(name).status(name)]
+    out = []
+    for n in known_clusters():   # one unreadable cluster must not hide the others
+        try:
+            out.append(_provider_for(n).status(n))
+        except ReclaunchError as exc:
+            out.append(_status_obj(n, "?", "Unknown", str(exc)))
+    return out
+
+
+def cli_logs(name: str, *, rank: int | None = None, follow: bool = False) -> Iterator[str]:
+    return _provider_for(name).logs(name, rank=rank, follow=follow)
+
+
+def cli_down(name_or_file: str, *, yes: bool = False, keep_storage: bool = False,
+             backend: str | None = None) -> None:
+    import os
+    name = name_or_file
+    # A path (even a missing or wrong one) is a spec: its error beats "no cluster named 'a/b'".
+    if os.path.isfile(name_or_file) or os.sep in name_or_file or \
+            name_or_file.endswith((".yaml", ".yml")):
+        from reclaunch.spec import load_spec
+        name = load_spec(name_or_file).name
+    import inspect
+    provider = _provider_for(name)
+    accepts = inspect.signature(provider.down).parameters   # the Protocol's minimum, or more
+    extra = {k: v for k, v in (("yes", yes), ("backend", backend)) if k in accepts}
+    provider.down(name, keep_storage=keep_storage, **extra)

@@ -1,0 +1,382 @@
+"""The cluster lifecycle: up, watch-until-done, teardown, down, status, logs.
+
+    budget -> show cost + resources -> confirm -> provision (capacity fallback) -> apply
+    -> preflight -> start -> watch -> teardown -> verify
+
+Every step is journaled (start, then ok/failed) so a crash anywhere can be resumed by running
+`up` again (done steps are skipped, the stack and server-side apply are idempotent, pending
+Pulumi operations are cleared first) or cleaned by `down`. Everything outside this module is
+injected through `Env` (infra, kube, capacity policy, verify, clock), so tests drive the whole
+state machine with fakes. Cloud names appear nowhere here: that is `providers/`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from reclaunch.runtime.budget import budget_problem, spend_so_far, usd_per_hour
+from reclaunch.runtime.policy import decide
+from reclaunch.errors import PlanError, ProviderError, UsageError
+from reclaunch.runtime.infra import Infra, InfraError, progress
+from reclaunch.runtime.journal import ClusterRecord, Journal
+from reclaunch.manifests.launch import build_launch
+from reclaunch.runtime.kube import job_state
+from reclaunch.runtime.states import JOB_STATES, JobStatus
+from reclaunch.tags import CLUSTER_TAG
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+
+
+@dataclass
+class Env:
+    """What the lifecycle needs from the outside world."""
+
+    infra: Infra
+    kube_for: Callable[[dict[str, Any]], Any]               # stack outputs -> Kube-like
+    classify: Callable[[str], str | None] = lambda text: None  # error text -> capacity kind
+    fallback: Callable[["Plan", str], tuple[str, "Plan"] | None] = lambda plan, kind: None
+    stop_hint: Callable[[str], str] = lambda kind: "try another region or instance type"
+    verify: Callable[[ClusterRecord, bool], list[str]] = lambda rec, keep: []
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    console: Any = None
+    confirm: Callable[[str], bool] | None = None            # None: ask on the TTY
+    is_tty: Callable[[], bool] = lambda: sys.stdin.isatty()
+    after_step: Callable[[str], None] | None = None          # test hook: raise to "crash"
+    poll_seconds: float = 30.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def out(self):
+        if self.console is None:
+            from reclaunch.ui.console import console
+            self.console = console(stderr=True)
+        return self.console
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+def record_for(plan: "Plan", *, backend: str | None = None, spec_path: str | None = None,
+               spec_text: str | None = None) -> ClusterRecord:
+    s = plan.spec
+    _, kind, job_name, namespace = build_launch(plan).job_ref
+    return ClusterRecord(
+        name=plan.name, cloud=plan.cloud, region=plan.region,
+        namespace=namespace, job_name=job_name, job_kind=kind, nodes=plan.nodes,
+        usd_per_hour=usd_per_hour(plan), spot=plan.spot,
+        teardown_when=s.teardown.when, keep_on_failure=s.teardown.keep_on_failure,
+        idle_minutes=s.teardown.idle_minutes, max_usd=s.budget.max_usd, backend=backend,
+        spec_path=spec_path, spec_text=spec_text)
+
+
+class _Step:
+    """Journal a step: start, then ok (and the test hook) or failed."""
+
+    def __init__(self, env: Env, journal: Journal, name: str, **data: Any):
+        self.env, self.journal, self.name, self.data = env, journal, name, data
+
+    def __enter__(self) -> dict[str, Any]:
+        self.journal.write(self.name, "start", **self.data)
+        self.result: dict[str, Any] = {}
+        return self.result
+
+    def __exit__(self, et, exc, tb) -> None:
+        if exc is None:
+            self.journal.write(self.name, "ok", **{**self.data, **self.result})
+            if self.env.after_step:
+                self.env.after_step(self.name)
+        elif isinstance(exc, (Exception, KeyboardInterrupt)):
+            why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+            self.journal.write(self.name, "failed", **{**self.data, "error": why[:500]})
+        # Anything else (SystemExit from a signal, a kill) leaves the step open: `interrupted`.
+
+
+def _confirm(env: Env, question: str, yes: bool) -> bool:
+    if yes:
+        return True
+    if env.confirm is not None:
+        return env.confirm(question)
+    if not env.is_tty():
+        raise UsageError(f"{question.rstrip('?')}: refusing without confirmation on a "
+                         "non-interactive terminal", hint="pass --yes")
+    from reclaunch.ui.console import ask
+    return ask(question, env.out())
+
+
+# ---- up --------------------------------------------------------------------------------------
+
+def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
+       preflight: bool = False, watch: bool = False, record: ClusterRecord | None = None,
+       after_start: Callable[[ClusterRecord], None] | None = None) -> "JobStatus":
+    """Provision and start; with watch, follow the job to its end and apply the teardown policy.
+    Call `env.infra.check()` and credential checks before this: nothing here is free."""
+    problem = budget_problem(plan)
+    from reclaunch.ui.plan import show_plan
+    show_plan(plan, env.out(), problem)
+    if problem and not force:
+        raise PlanError(f"refusing to start: {problem}", hint="raise budget.max_usd or pass --force")
+    if not _confirm(env, f"Create {plan.name} and start training?", yes):
+        return _status_obj(plan.name, plan.cloud, "Pending", "not confirmed; nothing created")
+
+    journal = Journal(plan.name, clock=env.clock)
+    rec = record or record_for(plan)
+    resumed = journal.interrupted()
+    journal.write("up", "start", resumed_after=resumed)
+    journal.save_record(rec)
+    recover(rec, env, journal)
+
+    plan, outputs = provision(plan, env, journal)
+    # The launch is built here, once, from the plan that was provisioned: after a spot ->
+    # on-demand fallback the job has no elastic policy and its deadline is priced on-demand.
+    launch = build_launch(plan)
+    if plan.spot != rec.spot:   # on-demand fallback: spend and status use the real price
+        rec = dataclasses.replace(rec, spot=plan.spot, usd_per_hour=usd_per_hour(plan))
+        journal.save_record(rec)
+    kube = env.kube_for(outputs)
+    if not journal.done("apply"):
+        with _Step(env, journal, "apply") as r:
+            r["applied"] = kube.apply_all(list(launch.objects))
+    if preflight and not journal.done("preflight"):
+        with _Step(env, journal, "preflight") as r:
+            r.update(run_preflight(plan, kube, env, rec, force=force))
+    if launch.job is not None and not journal.done("start"):
+        with _Step(env, journal, "start", job=f"{rec.namespace}/{rec.job_name}") as r:
+            if kube.job(rec.namespace, rec.job_name) is None:   # never start it twice
+                kube.apply(launch.job)
+                r["message"] = "job started"
+            else:
+                r["message"] = "job already there"
+    if after_start:
+        after_start(rec)
+    if watch:
+        return watch_job(rec, env)
+    return status(rec.name, env)
+
+
+def recover(rec: ClusterRecord, env: Env, journal: Journal) -> None:
+    """Clear what an interrupted run left in the stack state before touching it again."""
+    pending = env.infra.pending(rec.name)
+    if pending:
+        with _Step(env, journal, "recover", message=f"{len(pending)} pending operation(s)") as r:
+            r["cleared"] = env.infra.clear_pending(rec.name)
+            r["message"] = ("cleared pending operations; resources they were creating are "
+                            "removed by `down` (tag sweep)")
+
+
+def provision(plan: "Plan", env: Env, journal: Journal) -> tuple["Plan", dict[str, Any]]:
+    """Bring the stack up, falling back on capacity/quota errors as the policy allows."""
+    last = journal.last("provision")
+    if journal.done("provision") and env.infra.exists(plan.name):
+        if last.get("variant"):
+            plan = variant(plan, last["variant"])
+        return plan, env.infra.outputs(plan.name)
+    tried: list[str] = []
+    label = "as planned"
+    while True:
+        try:
+            with _Step(env, journal, "provision", attempt=label) as r:
+                outputs = env.infra.up(plan, on_event=progress(env.out()))
+                r["variant"] = {"zones": plan.zones, "spot": plan.spot}
+                r["message"] = label
+            return plan, outputs
+        except InfraError as exc:
+            kind = env.classify(exc.output)
+            if kind is None:
+                raise ProviderError(exc.message, hint=f"fix it and rerun `reclaunch up`, or "
+                                    f"`reclaunch down {plan.name}` to remove what was created")
+            tried.append(f"{label}: {kind}")
+            nxt = env.fallback(plan, kind)
+            if nxt is None:
+                break
+            label, plan = nxt
+            journal.write("fallback", "info", kind=kind, message=f"{kind}; trying {label}")
+            env.out().print(f"[yellow]{kind}: trying {label}[/yellow]")
+    # A clear stop leaves nothing behind: what the failed attempts created is destroyed.
+    rec = journal.record()
+    teardown(rec, env, journal, reason=f"no capacity ({'; '.join(tried)})")
+    raise ProviderError(f"no capacity for {plan.nodes} x {plan.instance_type} in {plan.region} "
+                        f"(tried {'; '.join(tried)}); nothing was left running",
+                        hint=env.stop_hint(kind))
+
+
+def variant(plan: "Plan", v: dict[str, Any]) -> "Plan":
+    """The plan re-made for what was really provisioned (other zones, or on-demand instead of
+    spot): same instance and node count, every figure recomputed (cost, deadline, policy)."""
+    from reclaunch.planner import make_plan
+    zones = list(v.get("zones", plan.zones))
+    spot = bool(v.get("spot", plan.spot))
+    spec = plan.spec.model_copy(update={
+        "zones": zones, "spot": plan.spec.spot.model_copy(update={"enabled": spot})})
+    spec._source, spec._lines = plan.spec._source, plan.spec._lines
+    new = make_plan(spec, offer=plan.offer, nodes=plan.nodes) if plan.offer is not None else \
+        dataclasses.replace(plan, spec=spec)
+    return dataclasses.replace(new, zones=zones, spot=spot,
+                               zones_as_planned=plan.zones_as_planned or list(plan.zones))
+
+
+def run_preflight(plan: "Plan", kube: Any, env: Env, rec: ClusterRecord, *,
+                  force: bool = False, timeout_s: float = 1800) -> dict[str, Any]:
+    from reclaunch.manifests import preflight as pf
+    from reclaunch.manifests.job import fabric_profile, preflight_job
+
+    profile = fabric_profile(plan)     # resolved for the instance (EFA device count per family)
+    job = preflight_job(plan)
+    name = job["metadata"]["name"]
+    kube.apply(job)
+    deadline = env.clock() + timeout_s
+    state = "Created"
+    while not JOB_STATES[state].terminal and env.clock() < deadline:
+        env.sleep(10)
+        state = job_state(kube.job(rec.namespace, name))
+    pods = kube.pods(rec.namespace, name)
+    text = "\n".join(kube.logs(rec.namespace, pods[0]["name"])) if pods else ""
+    kube.delete(job["apiVersion"], job["kind"], name, rec.namespace)
+    result = pf.parse_nccl_tests(text)
+    v = pf.verdict(result, pf.parse_nccl_debug(text), profile, plan.nodes)
+    msg = f"busbw {v.busbw:.1f} GB/s (threshold {v.threshold:.1f})"
+    if not v.ok and not force:
+        raise ProviderError(f"NCCL preflight failed: {v.cause}; {msg}", hint=v.fix)
+    return {"message": msg if v.ok else f"{msg}; ignored with --force: {v.cause}",
+            "busbw": v.busbw, "ok": v.ok}
+
+
+# ---- watch, teardown, down --------------------------------------------------------------------
+
+def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> "JobStatus":
+    """Follow the job; apply teardown.when, keep_on_failure, idle_minutes, budget.max_usd."""
+    journal = Journal(rec.name, clock=env.clock)
+    journal.write("watch", "start")
+    kube = env.kube_for(env.infra.outputs(rec.name))
+    idle_since: float | None = None
+    seen, polls = None, 0
+    while True:
+        try:
+            state = job_state(kube.job(rec.namespace, rec.job_name, kind=rec.job_kind))
+        except ProviderError:
+            state = "Unknown"
+        now = env.clock()
+        idle_since = None if state in ("Running", "Restarting") else (idle_since or now)
+        if state != seen:
+            journal.write("job", "info", state=state, message=f"job {state}")
+            seen = state
+        action, reason = decide(state, rec, now=now, idle_since=idle_since,
+                                spend=spend_so_far(rec, journal, now))
+        polls += 1
+        if action == "wait" and (max_polls is None or polls < max_polls):
+            env.sleep(env.poll_seconds)
+            continue
+        journal.write("watch", "ok", action=action, message=reason or "stopped watching")
+        if action == "stop":
+            try:
+                kube.delete(*_job_ref(rec))
+                journal.write("stop", "ok", message=reason)
+            except ProviderError as exc:
+                journal.write("stop", "failed", error=str(exc))
+        if action in ("stop", "destroy"):
+            teardown(rec, env, journal, reason=reason)
+        st = status(rec.name, env)
+        st.state = state
+        return st
+
+
+def _job_ref(rec: ClusterRecord) -> tuple[str, str, str, str]:
+    return ("kubeflow.org/v1", rec.job_kind, rec.job_name, rec.namespace)
+
+
+def teardown(rec: ClusterRecord, env: Env, journal: Journal, *, reason: str,
+             keep_storage: bool = False) -> None:
+    """Destroy the stack, then prove nothing tagged for the cluster is left."""
+    env.out().print(f"tearing down {rec.name}: {reason}")
+    recover(rec, env, journal)
+    with _Step(env, journal, "destroy", message=reason, keep_storage=keep_storage):
+        env.infra.destroy(rec.name, keep_storage=keep_storage, on_event=progress(env.out()))
+    with _Step(env, journal, "verify") as r:
+        left = env.verify(rec, keep_storage)
+        for _ in range(int(env.extra.get("verify_attempts", 6)) - 1):
+            if not left:
+                break
+            env.sleep(env.extra.get("verify_wait_s", 30))  # ENIs, disks go a little later
+            left = env.verify(rec, keep_storage)
+        if left:
+            raise ProviderError(f"{len(left)} resource(s) tagged {CLUSTER_TAG}={rec.name} "
+                                f"are still there: {', '.join(left[:5])}",
+                                hint=f"reclaunch gc --cluster {rec.name} --yes")
+        r["message"] = "nothing tagged for this cluster is left" + (
+            " (storage kept)" if keep_storage else "")
+
+
+def down(name: str, env: Env, *, yes: bool = False, keep_storage: bool = False) -> None:
+    journal = Journal(name, clock=env.clock)
+    rec = journal.record()
+    if not _confirm(env, f"Destroy {name} ({rec.cloud} {rec.region})"
+                         f"{' but keep its storage' if keep_storage else ''}?", yes):
+        return
+    journal.write("down", "start")
+    teardown(rec, env, journal, reason="reclaunch down", keep_storage=keep_storage)
+    journal.write("down", "ok")
+
+
+# ---- status, logs -----------------------------------------------------------------------------
+
+def _status_obj(name: str, cloud: str, state: str, message: str = "", **kw: Any) -> JobStatus:
+    return JobStatus(name=name, cloud=cloud, state=state, message=message, **kw)
+
+
+def status(name: str, env: Env) -> "JobStatus":
+    journal = Journal(name, clock=env.clock)
+    rec = journal.record()
+    now = env.clock()
+    started = journal.first_time("start")
+    details: dict[str, Any] = {"journal": journal.explain(), "interrupted": journal.interrupted(),
+                               "region": rec.region, "usd_per_hour": rec.usd_per_hour}
+    kw = dict(started_at=started, elapsed_seconds=(now - started) if started else None,
+              spend_usd=spend_so_far(rec, journal, now), details=details)
+    last_destroy = journal.last("destroy")
+    if last_destroy and last_destroy["outcome"] == "ok" and not journal.done("provision"):
+        return _status_obj(name, rec.cloud, "Missing", "cluster destroyed: "
+                           + (last_destroy.get("message") or ""), **kw)
+    if not journal.done("provision"):
+        why, last = journal.interrupted(), journal.last("provision")
+        what = (f"interrupted during {why}" if why else f"provisioning failed: {last['error']}"
+                if last and last["outcome"] == "failed" else "not provisioned")
+        return _status_obj(name, rec.cloud, "Pending", f"{what}; rerun `reclaunch up` to resume "
+                           f"or `reclaunch down {name}` to remove what was created", **kw)
+    try:
+        kube = env.kube_for(env.infra.outputs(name))
+        job = kube.job(rec.namespace, rec.job_name, kind=rec.job_kind)
+        state = job_state(job)
+        kw["pods"] = kube.pods(rec.namespace, rec.job_name)
+        kw["nodes"] = kube.nodes(f"{CLUSTER_TAG}={name}") or kube.nodes()
+    except ProviderError as exc:
+        return _status_obj(name, rec.cloud, "Unknown", str(exc), **kw)
+    details["capacity"] = _by_capacity(kw["nodes"])
+    return _status_obj(name, rec.cloud, state, JOB_STATES[state].meaning, **kw)
+
+
+def _by_capacity(nodes: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for n in nodes:
+        out[n["capacity_type"]] = out.get(n["capacity_type"], 0) + 1
+    return out
+
+
+def logs(name: str, env: Env, *, rank: int | None = None, follow: bool = False) -> Iterator[str]:
+    """Log lines of the master (rank 0) or of node rank `rank`."""
+    journal = Journal(name, clock=env.clock)
+    rec = journal.record()
+    if not journal.done("provision"):   # nothing to ask for logs (and no Pulumi call for it)
+        raise ProviderError(f"{name} has no provisioned cluster to read logs from",
+                            hint=f"`reclaunch status {name}` says why")
+    kube = env.kube_for(env.infra.outputs(name))
+    pods = kube.pods(rec.namespace, rec.job_name)
+    want = 0 if rank is None else rank
+    pick = [p for p in pods if p["rank"] == want]
+    if not pick:
+        have = ", ".join(str(p["rank"]) for p in pods) or "none"
+        raise UsageError(f"{name}: no pod with rank {want} (ranks: {have})")
+    return kube.logs(rec.namespace, pick[0]["name"], follow=follow)

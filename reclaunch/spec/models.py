@@ -1,0 +1,252 @@
+"""cluster.yaml: the pydantic models and presets (loading and cross-field rules: spec/__init__, rules).
+
+The field names are a contract (design.md). Every model forbids unknown keys; an unknown key
+gets "did you mean ...?". Rules that need the catalog (instance exists, GPU agrees, fabric
+exists on that cloud) run after pydantic in `cross_check`, still pure and offline.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError,
+                      WithJsonSchema, field_validator, model_validator)
+
+from reclaunch.errors import SpecError
+from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD  # noqa: F401
+from reclaunch.spec.units import COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, parse_count, parse_size
+
+Count = Annotated[int, BeforeValidator(parse_count), WithJsonSchema(COUNT_JSON_SCHEMA)]
+Size = Annotated[int, BeforeValidator(parse_size), WithJsonSchema(SIZE_JSON_SCHEMA)]
+
+
+def _str_value(v: object) -> object:
+    # `FOO: 1` in YAML is an int; environment variables are strings, so take the text.
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    return v
+
+
+EnvValue = Annotated[str, BeforeValidator(_str_value)]
+
+
+def _no_bool(v: object) -> object:
+    # YAML reads `yes`/`on` as true; pydantic would take that as 1. A number field wants a number.
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number, got {str(v).lower()}")
+    return v
+
+
+Int = Annotated[int, BeforeValidator(_no_bool)]
+Float = Annotated[float, BeforeValidator(_no_bool)]
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
+
+Cloud = Literal["aws", "azure", "gcp", "local"]
+Fabric = Literal["auto", "efa", "infiniband", "tcpx", "tcpxo", "rdma", "ethernet"]
+StorageKind = Literal["fsx-lustre", "efs", "azure-lustre", "azure-files", "filestore", "cephfs",
+                      "pvc", "hostpath", "none"]
+Precision = Literal["fp32", "tf32", "fp16", "bf16"]
+Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
+Preset = Literal["deepfm", "dcnv2", "din", "dlrm", "wide_deep", "custom"]
+
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
+
+
+class Interconnect(Strict):
+    intra_node: Literal["nvlink", "pcie"] | None = Field(
+        None, description="Defaults to what the instance has")
+    inter_node: Fabric = "auto"
+
+
+class Storage(Strict):
+    kind: StorageKind = "none"
+    size: Size | None = Field(None, description='Capacity, e.g. "100TiB" or "1.2TiB"')
+    mount_path: str = Field("/data", pattern=r"^/[^\s]*$")
+    existing: str | None = Field(None, description="Existing file system id / StorageClass (cephfs, pvc)")
+    storage_class: str | None = None
+
+
+class Spot(Strict):
+    enabled: bool = False
+    fallback: Literal["on-demand", "none"] = "on-demand"
+    max_price: Float | None = Field(None, gt=0, le=10_000,
+                                    description="USD per instance-hour; null = up to on-demand")
+    reclaim_rate_per_node_hour: Float | None = Field(
+        None, ge=0, le=1, description="Override the planner's expected reclaims per node-hour")
+    restart_minutes: Float = Field(10, ge=0, le=24 * 60,
+                                   description="Time to replace a node and resume")
+
+
+class Autoscaling(Strict):
+    min_nodes: Count = Field(ge=1, le=10_000)
+    max_nodes: Count = Field(ge=1, le=10_000)
+
+
+class Checkpoint(Strict):
+    path: str = "/data/ckpt"
+    every_minutes: Float = Field(15, gt=0, le=7 * 24 * 60)
+
+
+class Dataset(Strict):
+    samples: Count = Field(ge=1, le=10**15)
+    epochs: Float = Field(1, gt=0, le=10_000)
+    path: str | None = Field(None, description="Where real shards live on the storage mount")
+
+
+class Job(Strict):
+    image: str | None = Field(None, min_length=1, max_length=512)
+    command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+    args: list[EnvValue] = []
+    env: dict[EnvName, EnvValue] = {}
+    batch_size: Count = Field(4096, ge=1, le=1 << 24, description="Per GPU (per process)")
+    grad_accumulation: Int = Field(1, ge=1, le=4096)
+    precision: Precision = "bf16"
+    optimizer: Optimizer = "adam"
+    checkpoint: Checkpoint = Checkpoint()
+    dataset: Dataset = Dataset(samples=1_000_000)
+    max_restarts: Int = Field(10, ge=0, le=1000)
+    num_workers: Int | None = Field(None, ge=0, le=256, description="Dataloader workers per process")
+
+    @field_validator("command", "args", mode="before")
+    @classmethod
+    def _one_word_is_a_list(cls, v: object) -> object:
+        return [v] if isinstance(v, str) else v
+
+
+class Table(Strict):
+    name: str = Field(min_length=1, max_length=128)
+    rows: Count = Field(ge=1, le=10**12)
+    dim: Int | None = Field(None, ge=1, le=4096)
+    pooling_factor: Float = Field(1.0, gt=0, le=100_000, description="Lookups per sample")
+
+
+CRITEO_1TB_ROWS = (40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956,
+                   405282, 10, 2209, 11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152,
+                   12973, 108, 36)
+CRITEO_1TB_HOTS = (3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1)
+
+
+def _criteo_1tb(multi_hot: bool) -> list[dict[str, Any]]:
+    # reference/recsys.md: MLPerf Criteo 1TB cardinalities (capped at 40M) and lookups per sample.
+    return [{"name": f"cat_{i}", "rows": r, "pooling_factor": (h if multi_hot else 1)}
+            for i, (r, h) in enumerate(zip(CRITEO_1TB_ROWS, CRITEO_1TB_HOTS))]
+
+
+# Presets fill what the user leaves out (reference/recsys.md). Tables only where a public
+# dataset fixes them; DeepFM/DIN/Wide&Deep users bring their own tables.
+PRESETS: dict[str, dict[str, Any]] = {
+    "deepfm": {"embedding_dim": 16, "mlp": [400, 400, 400]},
+    "dcnv2": {"embedding_dim": 128, "bottom_mlp": [512, 256, 128], "cross_layers": 3,
+              "cross_low_rank": 512, "mlp": [1024, 1024, 512, 256, 1],
+              "tables": _criteo_1tb(multi_hot=True)},
+    "dlrm": {"embedding_dim": 128, "bottom_mlp": [512, 256, 128],
+             "mlp": [1024, 1024, 512, 256, 1], "tables": _criteo_1tb(multi_hot=False)},
+    "din": {"embedding_dim": 18, "mlp": [200, 80], "attention_mlp": [80, 40], "history_length": 50},
+    "wide_deep": {"embedding_dim": 64, "mlp": [1024, 1024, 1024, 1024, 1024]},
+    "custom": {},
+}
+
+
+class Model(Strict):
+    preset: Preset = "custom"
+    embedding_dim: Int = Field(64, ge=1, le=4096)
+    embedding_dtype: Literal["fp32", "fp16", "bf16", "int8"] = "fp32"
+    tables: list[Table] = Field(default_factory=list, min_length=1, max_length=100_000,
+                                description="Required unless the preset brings them (dlrm, dcnv2)")
+    mlp: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field([1024, 1024, 512], max_length=1000)
+    bottom_mlp: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field([], max_length=1000)
+    dense_features: Int = Field(13, ge=0, le=100_000)
+    cross_layers: Int = Field(0, ge=0, le=100)
+    cross_low_rank: Int | None = Field(None, ge=1, le=1 << 16)
+    attention_mlp: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field([], max_length=100)
+    history_length: Int = Field(0, ge=0, le=100_000, description="DIN behaviour sequence length")
+    sharding: Literal["auto", "data", "table_wise", "row_wise"] = "auto"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            preset = PRESETS.get(str(data.get("preset", "custom")), {})
+            data = {**preset, **data}
+        return data
+
+
+class Nccl(Strict):
+    env: dict[EnvName, EnvValue] = {}
+    debug: Literal["WARN", "INFO"] = "WARN"
+
+
+class Teardown(Strict):
+    when: Literal["on_success", "on_completion", "never"] = "on_success"
+    idle_minutes: Float = Field(30, ge=1, le=7 * 24 * 60)
+    keep_on_failure: bool = False
+
+
+class Budget(Strict):
+    max_usd: Float | None = Field(None, gt=0, le=1e9)
+
+
+class Spec(Strict):
+    name: str = Field(pattern=r"^[a-z0-9-]{1,40}$", description="[a-z0-9-], 1..40 chars")
+    cloud: Cloud
+    region: str | None = Field(None, min_length=1, max_length=64)
+    zones: list[Annotated[str, Field(min_length=1, max_length=64)]] = []
+    nodes: Count = Field(1, ge=1, le=10_000)
+    gpus_per_node: Int = Field(8, ge=1, le=16)
+    gpu: str | None = None
+    instance_type: str | None = None
+    namespace: str = Field("reclaunch", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
+    interconnect: Interconnect = Interconnect()
+    storage: Storage = Storage()
+    spot: Spot = Spot()
+    autoscaling: Autoscaling | None = None
+    job: Job
+    model: Model
+    nccl: Nccl = Nccl()
+    teardown: Teardown = Teardown()
+    budget: Budget = Budget()
+
+    _source: str = PrivateAttr("cluster.yaml")
+    _lines: dict = PrivateAttr(default_factory=dict)
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name_hint(cls, v: object) -> object:
+        if isinstance(v, str) and v and not re.fullmatch(r"[a-z0-9-]{1,40}", v):
+            shown = v if len(v) <= 48 else v[:45] + "..."
+            raise ValueError(f"{shown!r} must be 1..40 characters of a-z, 0-9 and '-' "
+                             "(it names stacks, tags and jobs)")
+        return v
+
+    def where(self, *path: str | int) -> str:
+        """`file:line` for a field path, for errors raised after loading."""
+        from reclaunch.spec.messages import line_for
+
+        return f"{self._source}:{line_for(self._lines, tuple(path))}"
+
+    @field_validator("namespace")
+    @classmethod
+    def _not_a_system_namespace(cls, v: str) -> str:
+        if v.startswith("kube-") or v == "default":
+            raise ValueError(f"{v!r} is a system namespace; the job gets its own (default: reclaunch)")
+        return v
+
+    @property
+    def runs_here(self) -> bool:
+        """True for targets that run on this machine (cloud: local): no catalog, no region."""
+        return self.cloud in RUNS_HERE
+
+    @property
+    def min_nodes(self) -> int:
+        return self.autoscaling.min_nodes if self.autoscaling else self.nodes
+
+    @property
+    def max_nodes(self) -> int:
+        return self.autoscaling.max_nodes if self.autoscaling else self.nodes

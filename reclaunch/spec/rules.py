@@ -1,0 +1,120 @@
+"""cluster.yaml rules that span fields or need the catalog. Pure and offline.
+
+Returns (field path, message) problems; `reclaunch.spec` turns them into file:line errors.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.spec.models import Spec
+
+from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD  # noqa: F401
+
+Problem = tuple[tuple[str | int, ...], str]
+
+
+def normalize_gpu(name: str, known: list[str]) -> str | list[str]:
+    """'h100' -> 'H100-80GB'; an ambiguous or unknown name returns the candidates."""
+    key = re.sub(r"[\s_]+", "-", name.strip().upper()).replace("GIB", "GB")
+    if key in known:
+        return key
+    hits = [k for k in known if k.startswith(key + "-") or k.replace("-", "") == key.replace("-", "")]
+    return hits[0] if len(hits) == 1 else (hits or difflib.get_close_matches(key, known, n=3, cutoff=0.4))
+
+
+def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
+    """Rules spanning fields or needing the catalog. Returns (path, message) problems."""
+    from reclaunch.catalog import load_catalog
+
+    cat = catalog or load_catalog()
+    out: list[Problem] = []
+    s = spec
+    if s.autoscaling:
+        a = s.autoscaling
+        if a.min_nodes > a.max_nodes:
+            out.append((("autoscaling", "min_nodes"), f"min_nodes {a.min_nodes} > max_nodes {a.max_nodes}"))
+        elif not a.min_nodes <= s.nodes <= a.max_nodes:
+            out.append((("nodes",), f"nodes {s.nodes} must be within autoscaling "
+                        f"min_nodes..max_nodes ({a.min_nodes}..{a.max_nodes})"))
+    kinds = STORAGE_BY_CLOUD[s.cloud]
+    if s.storage.kind not in kinds:
+        out.append((("storage", "kind"), f"{s.storage.kind!r} is not available on {s.cloud}; "
+                    f"choose one of {', '.join(kinds)}"))
+    elif s.storage.kind in SIZED_STORAGE and not s.storage.size:
+        out.append((("storage", "size"), f"required for storage kind {s.storage.kind} (e.g. 1.2TiB)"))
+    elif s.storage.kind == "cephfs" and not re.fullmatch(r"[^/]+/.+", s.storage.existing or ""):
+        # The stack mounts an existing CephFS through ceph-csi; it cannot create one.
+        out.append((("storage", "existing"), "required for storage kind cephfs: "
+                    "'<clusterID>/<fsName>' of the existing file system"))
+    if s.cloud in RUNS_HERE:
+        for field in ("region", "instance_type", "gpu"):
+            if getattr(s, field):
+                out.append(((field,), "cloud: local runs on this machine and takes no "
+                            f"{field}; remove it"))
+        if s.interconnect.inter_node not in ("auto", "ethernet"):
+            out.append((("interconnect", "inter_node"), "cloud: local uses gloo over loopback; "
+                        "use auto or ethernet"))
+        return out
+    if not s.region:
+        out.append((("region",), f"required for cloud: {s.cloud} (e.g. {', '.join(cat.regions(s.cloud)[:3])})"))
+    else:
+        # Zones are named after their region (us-east-1a, us-central1-a) or numbered (Azure: 1-3).
+        for i, zone in enumerate(s.zones):
+            if not (zone.isdigit() or zone.startswith(s.region)):
+                out.append((("zones", i), f"{zone!r} is not a zone of region {s.region}"))
+    if not s.job.image:
+        out.append((("job", "image"), "required for cloud clusters: the training image to pull"))
+    gpus = sorted(cat.gpus)
+    gpu = None
+    if s.gpu:
+        got = normalize_gpu(s.gpu, gpus)
+        if isinstance(got, str):
+            gpu = got
+        else:
+            hint = f" — did you mean {' or '.join(got)}?" if got else f"; known: {', '.join(gpus)}"
+            out.append((("gpu",), f"unknown GPU {s.gpu!r}{hint}"))
+    fabric = s.interconnect.inter_node
+    if s.instance_type:
+        inst = cat.instance(s.cloud, s.instance_type)
+        if inst is None:
+            names = cat.instance_types(s.cloud)
+            close = difflib.get_close_matches(s.instance_type, names, n=1, cutoff=0.5)
+            elsewhere = [o.cloud for o in cat.offers if o.instance_type == s.instance_type]
+            hint = (f" — did you mean {close[0]}?" if close else
+                    f"; it is a {elsewhere[0]} instance" if elsewhere else
+                    f"; known: {', '.join(names)}")
+            out.append((("instance_type",), f"{s.instance_type!r} is not a known {s.cloud} GPU "
+                        f"instance{hint}"))
+        else:
+            if gpu and gpu != inst.gpu:
+                out.append((("gpu",), f"{s.instance_type} has {inst.gpu}, not {gpu}"))
+            if s.gpus_per_node != inst.gpu_count:
+                out.append((("gpus_per_node",), f"{s.instance_type} has {inst.gpu_count} GPUs "
+                            f"per node, not {s.gpus_per_node}"))
+            if fabric not in ("auto", "ethernet", inst.fabric):
+                out.append((("interconnect", "inter_node"), f"{s.instance_type} has {inst.fabric}, "
+                            f"not {fabric}; use auto, {inst.fabric} or ethernet"))
+            if s.interconnect.intra_node == "nvlink" and inst.intra_node != "nvlink":
+                out.append((("interconnect", "intra_node"), f"{s.instance_type} has no NVLink (PCIe only)"))
+    else:
+        cands = [o for o in cat.offers if o.cloud == s.cloud and (gpu is None or o.gpu == gpu)]
+        if not s.gpu:
+            out.append((("gpu",), "give gpu (e.g. H100-80GB) or instance_type"))
+        elif gpu and not cands:
+            have = sorted({o.gpu for o in cat.offers if o.cloud == s.cloud})
+            out.append((("gpu",), f"no {s.cloud} instance offers {gpu}; {s.cloud} has {', '.join(have)}"))
+        elif gpu and s.gpus_per_node not in {o.gpu_count for o in cands}:
+            counts = sorted({o.gpu_count for o in cands})
+            out.append((("gpus_per_node",), f"{s.cloud} instances with {gpu} have "
+                        f"{' or '.join(map(str, counts))} GPUs, not {s.gpus_per_node}"))
+        if cands and fabric not in ("auto", "ethernet") and fabric not in {o.fabric for o in cands}:
+            have = sorted({o.fabric for o in cat.offers if o.cloud == s.cloud})
+            out.append((("interconnect", "inter_node"), f"{fabric} is not available on {s.cloud}"
+                        + (f" with {gpu}" if gpu else "") + f"; {s.cloud} has {', '.join(have)} or ethernet"))
+    return out
+
+

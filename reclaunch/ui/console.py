@@ -1,0 +1,15 @@
+"""Consoles and prompts (rich, imported only when something is shown)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def console(stderr: bool = False, **kw: Any):
+    from rich.console import Console
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, **kw)
+
+
+def ask(question: str, out: Any) -> bool:
+    from rich.prompt import Confirm
+    return Confirm.ask(question, console=out, default=False)

@@ -1,0 +1,138 @@
+"""Readable output for a Plan and a comparison. rich is imported here only, lazily."""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any
+
+from reclaunch.planner.memory import GIB
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+
+def _usd(v: float | None) -> str:
+    return "no price" if v is None else f"${v:,.2f}" if v < 100 else f"${v:,.0f}"
+
+
+def _rate(v: float) -> str:
+    return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.1f}k" if v >= 1e3 else f"{v:.0f}"
+
+
+def _console(width: int):
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), width=width, force_terminal=False, color_system=None,
+                   highlight=False)
+
+
+def plan_renderables(plan) -> list:
+    """rich renderables for `plan` (the CLI may print these to a live console)."""
+    from rich.table import Table
+
+    m, s, c = plan.memory, plan.step, plan.cost
+    where = (f"{plan.nodes} x {plan.instance_type} ({plan.cloud} {plan.region}), "
+             f"{plan.world_size} x {plan.gpu} {plan.gpu_memory_gib:g} GiB"
+             if plan.instance_type else
+             f"{plan.nodes} x {plan.gpus_per_node} CPU process(es) on this machine (cloud: local)")
+    head = Table(title=f"plan: {plan.name}", show_header=False, box=None)
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row("cluster", where)
+    head.add_row("fabric", plan.fabric)
+    head.add_row("parallelism", f"{m.parallelism} (needs {m.gpus_needed or 'no'} GPU(s); "
+                 f"embeddings {m.total_embedding_bytes / GIB:.2f} GiB in all)")
+    head.add_row("fits", ("yes" if m.fits else "NO") +
+                 f": {m.total_bytes_per_gpu / GIB:.2f} of {m.capacity_bytes_per_gpu / GIB:.1f} GiB per GPU")
+    head.add_row("throughput", f"{_rate(plan.throughput_samples_per_second)} samples/s"
+                 + (" (rough CPU constant)" if plan.instance_type is None else ""))
+    head.add_row("duration", f"{plan.duration_hours:.2f} h")
+    od = c.on_demand_total_usd
+    head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)")
+    head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean, P50 {_usd(c.spot_p50_usd)}, "
+                 f"P90 {_usd(c.spot_p90_usd)} ({c.expected_reclaims:.2f} reclaims expected)")
+    head.add_row("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}")
+    head.add_row("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else ""))
+
+    mem = Table(title="memory per GPU (GiB)")
+    for col in ("embeddings", "dense", "gradients", "optimizer", "activations", "reserve", "total"):
+        mem.add_column(col, justify="right")
+    mem.add_row(*(f"{b / GIB:.2f}" for b in (m.embedding_bytes, m.dense_bytes, m.gradient_bytes,
+                                              m.optimizer_bytes, m.activation_bytes,
+                                              m.reserve_bytes, m.total_bytes_per_gpu)))
+    st = Table(title="step time (ms)")
+    for col in ("embeddings", "dense", "all-reduce", "all-to-all", "exposed comm", "total"):
+        st.add_column(col, justify="right")
+    st.add_row(*(f"{v * 1e3:.2f}" for v in (s.embedding_seconds, s.dense_compute_seconds,
+                                             s.allreduce_seconds, s.alltoall_seconds,
+                                             s.exposed_comm_seconds, s.total_seconds)))
+    out = [head, mem, st]
+    if plan.warnings:
+        warn = Table(title="warnings", show_header=False, box=None)
+        warn.add_column()
+        for w in plan.warnings:
+            warn.add_row(f"! {w}")
+        out.append(warn)
+    return out
+
+
+def render_plan(plan, width: int = 110) -> str:
+    con = _console(width)
+    for r in plan_renderables(plan):
+        con.print(r)
+    return con.file.getvalue()
+
+
+def compare_renderables(rows: list) -> list:
+    from rich.table import Table
+
+    from reclaunch.planner.ranking import recommendation
+
+    t = Table(title="whole-job cost by offer" + (f" (ranked by {rows[0].basis})" if rows else ""))
+    for col, just in (("#", "right"), ("instance", "left"), ("region", "left"), ("nodes", "right"),
+                      ("fits", "left"), ("samples/s", "right"), ("hours", "right"),
+                      ("on-demand $", "right"), ("spot $", "right"), ("note", "left")):
+        t.add_column(col, justify=just)
+    for r in rows:
+        p = r.plan
+        note = ["recommended"] if r.recommended else []
+        if r.sizing == "fewest":
+            note.append("fewest nodes")
+        if not r.priced:
+            note.append("no price")
+        if p.cost.stale:
+            note.append("stale price")
+        t.add_row(str(r.rank), f"{p.cloud} {p.instance_type}", p.region or "-",
+                  f"{p.nodes} ({p.world_size} GPU)", "yes" if p.memory.fits else "NO",
+                  _rate(p.throughput_samples_per_second), f"{p.duration_hours:.2f}",
+                  _usd(p.cost.on_demand_total_usd), _usd(p.cost.spot_total_usd), ", ".join(note))
+    return [t, f"recommendation: {recommendation(rows)}"]
+
+
+def render_compare(rows: list, width: int = 140) -> str:
+    con = _console(width)
+    for r in compare_renderables(rows):
+        con.print(r)
+    return con.file.getvalue()
+
+
+def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
+    """The cost table and the resources `up` is about to create."""
+    from rich.table import Table
+    c = plan.cost
+    t = Table(title=f"{plan.name}: {plan.nodes} x {plan.instance_type} in {plan.region}"
+                    f"{' (' + ', '.join(plan.zones) + ')' if plan.zones else ''}")
+    for col in ("", "per hour", "whole job"):
+        t.add_column(col, justify="right" if col else "left")
+    money = lambda v: "-" if v is None else f"${v:,.2f}"  # noqa: E731
+    t.add_row("on-demand", money(c.on_demand_usd_per_hour), money(c.on_demand_total_usd))
+    t.add_row("spot", money(c.spot_usd_per_hour), money(c.spot_total_usd))
+    t.add_row("budget.max_usd", "", money(plan.spec.budget.max_usd))
+    out.print(t)
+    st = plan.spec.storage
+    out.print(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
+              f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
+              f"storage {st.kind}{' ' + str(st.size) if st.size else ''}; "
+              f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h")
+    if problem:
+        out.print(f"[yellow]budget: {problem}[/yellow]")

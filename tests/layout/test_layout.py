@@ -1,0 +1,120 @@
+"""The package's shape: imports run one way, no cycles, small modules (design.md, issue 11).
+
+Every import counts, lazy ones and TYPE_CHECKING ones included: a lazy import is still a
+dependency at run time, and a type-only one still couples the two modules' meaning.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PKG = ROOT / "reclaunch"
+
+# Lowest first. A module may import its own layer and any layer below it, never above.
+# catalog is the bottom: pure dated data the spec rules check against (an instance exists,
+# a region sells it); it imports nothing of ours but errors.
+LAYERS = ["catalog", "spec", "fabric", "planner", "manifests", "ui", "runtime", "providers", "cli"]
+# Leaf utilities every layer may use.
+SHARED = {"reclaunch.errors", "reclaunch.tags", "reclaunch.home", "reclaunch"}
+MAX_LINES = 400
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def imports(path: Path, mods: dict[str, Path]) -> set[str]:
+    """Our modules that `path` imports, anywhere in the file (strings naming modules included)."""
+    tree = ast.parse(path.read_text())
+    me = module_name(path)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = me.split(".")[: len(me.split(".")) - node.level + (path.name == "__init__.py")]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            names = [mod] + [f"{mod}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value.startswith("reclaunch.") and " " not in node.value:
+            names = [node.value.partition(":")[0]]   # "module:attr" registries count too
+        for name in names:
+            while name and name not in mods:
+                name = name.rpartition(".")[0]
+            if name and name != me and not me.startswith(name + "."):
+                found.add(name)
+    return found
+
+
+def layer(mod: str) -> int | None:
+    if mod in SHARED or mod == "reclaunch.__main__":
+        return None
+    part = mod.split(".")[1]
+    return LAYERS.index(part) if part in LAYERS else None
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {m: imports(p, mods) for m, p in mods.items()}
+
+
+def test_every_module_has_a_layer():
+    unplaced = [m for m in modules() if layer(m) is None and m not in SHARED and m != "reclaunch.__main__"]
+    assert not unplaced, f"modules outside the layers {LAYERS}: {unplaced}"
+
+
+def test_imports_run_one_way():
+    wrong = []
+    for mod, deps in graph().items():
+        lm = layer(mod)
+        for dep in deps:
+            ld = layer(dep)
+            if lm is not None and ld is not None and ld > lm:
+                wrong.append(f"{mod} ({LAYERS[lm]}) imports {dep} ({LAYERS[ld]})")
+            if lm is None and mod in SHARED and dep not in SHARED:
+                wrong.append(f"shared {mod} imports {dep}")
+    assert not wrong, "imports against the direction " + " -> ".join(reversed(LAYERS)) + ":\n" + "\n".join(sorted(wrong))
+
+
+def test_no_import_cycles():
+    g = graph()
+    cycles, state = [], {}
+
+    def visit(node, stack):
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(g.get(node, ())):
+            if state.get(dep) == 1:
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(g):
+        if node not in state:
+            visit(node, [])
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_checker_sees_a_violation(tmp_path):
+    # The checks above must be able to fail: a module low in the stack importing one high up.
+    mods = {"reclaunch.spec.x": tmp_path / "x.py", "reclaunch.cli": tmp_path / "cli.py"}
+    assert layer("reclaunch.spec.x") < layer("reclaunch.cli")
+    assert layer("reclaunch.ui.plan") > layer("reclaunch.planner.core")
+
+
+def test_modules_are_small():
+    big = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not big, f"modules over {MAX_LINES} lines (split by responsibility): {big}"
