@@ -233,9 +233,22 @@ def preview(file: str, as_json: bool) -> None:
 @click.option("--watch/--detach", default=True,
               help="Follow the job and apply teardown.when (default), or leave a watcher running.")
 @click.option("--backend", help="Pulumi state backend URL (s3://, azblob://, gs://, https://).")
-def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend: str | None) -> None:
+@click.option("--dry-run", is_flag=True,
+              help="Print the launch `up` would apply (plan as planned) and create nothing.")
+def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend: str | None,
+       dry_run: bool) -> None:
     """Provision (or reuse) the cluster, start the job, and by default tear down after it."""
     from reclaunch.providers.verbs import cli_up
+
+    if dry_run:
+        from reclaunch.manifests.launch import build_launch
+        from reclaunch.planner import make_plan
+        spec, catalog = _load(file)
+        launch = build_launch(make_plan(spec, catalog))
+        click.echo(f"# reclaunch up --dry-run: nothing created. After a capacity fallback (other "
+                   f"zones, on-demand) `up` rebuilds this launch from the provisioned plan.")
+        click.echo(launch.to_yaml(), nl=False)
+        return
 
     try:
         status = cli_up(file, yes=yes, force=force, preflight=preflight, watch=watch,
@@ -303,10 +316,11 @@ def down(name_or_file: str, yes: bool, keep_storage: bool, backend: str | None) 
               help="Seconds until the replacement node joins, as an autoscaler would add one.")
 def preempt(name: str, node: int, notice: float, replace_after: float) -> None:
     """Spot-reclaim drill on a running cloud: local cluster: notice, grace, kill, replace."""
+    from reclaunch.providers import Preemptible
     from reclaunch.providers.verbs import provider_for
 
     provider = provider_for(name)
-    if not hasattr(provider, "preempt"):
+    if not isinstance(provider, Preemptible):
         raise UsageError(f"{name} is a {provider.name} cluster: preempt drills run on cloud: local "
                          "clusters (rehearse there before paying for spot reclaims)")
     record = provider.preempt(name, node, notice=notice, replace_after=replace_after)

@@ -8,7 +8,7 @@ Each module is imported lazily so one cloud's SDK never loads for another.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, runtime_checkable
 
 from reclaunch.errors import UsageError
 from reclaunch.runtime.states import JobStatus  # noqa: F401  (part of the Provider API)
@@ -31,20 +31,34 @@ KUBE_CLOUDS: tuple[str, ...] = tuple(c for c, (_, kind) in REGISTRY.items() if k
 
 
 class Provider(Protocol):
+    """What every target implements. Options are explicit keywords: a misspelt one is a
+    TypeError at the call, never silently swallowed."""
+
     name: str
 
-    def check_ready(self, plan: "Plan") -> None:
+    def check_ready(self, plan: "Plan | None") -> None:
         """Raise ProviderError (one line, with the fix) if credentials/CLI/tools are missing."""
 
-    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, **opts: Any) -> JobStatus:
+    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
+           preflight: bool = False, detach: bool = False, backend: str | None = None,
+           spec_path: str | None = None) -> JobStatus:
         """Provision (idempotently) and start the job; with watch, follow it to the end."""
 
     def status(self, name: str) -> JobStatus: ...
 
     def logs(self, name: str, rank: int | None = None, follow: bool = False) -> Iterator[str]: ...
 
-    def down(self, name: str, *, keep_storage: bool = False) -> None:
+    def down(self, name: str, *, keep_storage: bool = False, yes: bool = False,
+             backend: str | None = None) -> None:
         """Destroy everything of this cluster and verify nothing is left."""
+
+
+@runtime_checkable
+class Preemptible(Protocol):
+    """A target that can rehearse a spot reclaim on a running job (`reclaunch preempt`)."""
+
+    def preempt(self, name: str, node: int, *, notice: float = 10.0,
+                replace_after: float = 5.0) -> dict[str, Any]: ...
 
 
 def _package(cloud: str, kinds: tuple[str, ...] = ("kube", "here")):

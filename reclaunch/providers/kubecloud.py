@@ -134,7 +134,7 @@ class KubeCloudProvider:
     # ---- the Provider protocol -----------------------------------------------------------
     def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
            preflight: bool = False, detach: bool = False, backend: str | None = None,
-           spec_path: str | None = None, **_: Any) -> "JobStatus":
+           spec_path: str | None = None) -> "JobStatus":
         from reclaunch.runtime import lifecycle
         self.check_ready(plan)
         env = self.env(backend)

@@ -70,8 +70,4 @@ def cli_down(name_or_file: str, *, yes: bool = False, keep_storage: bool = False
             name_or_file.endswith((".yaml", ".yml")):
         from reclaunch.spec import load_spec
         name = load_spec(name_or_file).name
-    import inspect
-    provider = _provider_for(name)
-    accepts = inspect.signature(provider.down).parameters   # the Protocol's minimum, or more
-    extra = {k: v for k, v in (("yes", yes), ("backend", backend)) if k in accepts}
-    provider.down(name, keep_storage=keep_storage, **extra)
+    _provider_for(name).down(name, keep_storage=keep_storage, yes=yes, backend=backend)

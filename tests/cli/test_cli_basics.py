@@ -74,3 +74,19 @@ def test_bad_arguments_exit_2() -> None:
 def test_schema_emits_json() -> None:
     proc = run("schema")
     assert json.loads(proc.stdout)["title"] == "reclaunch cluster.yaml"
+
+
+def test_up_dry_run_prints_the_launch_and_creates_nothing(tmp_path, monkeypatch):
+    import yaml
+    from click.testing import CliRunner
+
+    from reclaunch.cli import cli
+    monkeypatch.setenv("RECLAUNCH_HOME", str(tmp_path / "home"))
+    res = CliRunner().invoke(cli, ["up", "examples/aws-deepfm-p4d.yaml", "--dry-run"])
+    assert res.exit_code == 0, res.output
+    docs = [d for d in yaml.safe_load_all(res.output) if d]
+    kinds = [d["kind"] for d in docs]
+    assert kinds[0] == "Namespace" and kinds[-1] == "PyTorchJob"
+    job = docs[-1]
+    assert "elasticPolicy" in job["spec"]          # the example is spot: elastic as planned
+    assert not (tmp_path / "home" / "journal").exists()   # nothing recorded, nothing created

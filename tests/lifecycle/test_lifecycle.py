@@ -193,6 +193,37 @@ def test_spot_capacity_falls_back_to_on_demand(world, plan):
     assert_all_created_once(world)
 
 
+def test_after_fallback_the_applied_job_is_the_on_demand_launch(world, plan):
+    """Issue 11: the launch is built after provisioning. A spot plan's job is elastic and its
+    deadline is priced at the spot rate; after falling back to on-demand, the job that reaches
+    the cluster has no elastic policy and a deadline priced at the on-demand rate."""
+    from reclaunch.manifests.launch import build_launch
+    p = two_zone(plan)
+    assert p.spot and p.spec.budget.max_usd
+    spot_job = build_launch(p).job
+    assert "elasticPolicy" in spot_job["spec"]
+    spot_deadline = spot_job["spec"]["runPolicy"]["activeDeadlineSeconds"]
+    err = "UnfulfillableCapacity: spot capacity not available"
+    world.infra.capacity[(("us-east-1a", "us-east-1b"), True)] = err
+    world.infra.capacity[(("us-east-1b",), True)] = err
+    lifecycle.up(p, aws_env(world), yes=True)
+    jobs = [m for (kind, _, _), m in world.kube.objects.items() if kind == "PyTorchJob"]
+    assert len(jobs) == 1 and world.kube.job_creations == 1
+    job = jobs[0]
+    assert "elasticPolicy" not in job["spec"]
+    assert set(job["spec"]["pytorchReplicaSpecs"]) == {"Master", "Worker"}
+    deadline = job["spec"]["runPolicy"]["activeDeadlineSeconds"]
+    c = p.cost
+    # the budget buys fewer seconds at the on-demand rate: the ratio of the two prices
+    assert deadline < spot_deadline
+    assert deadline == pytest.approx(spot_deadline * c.spot_usd_per_hour / c.on_demand_usd_per_hour,
+                                     rel=0.02)
+    # the plan ConfigMap describes what runs: on-demand
+    cm = [m for (kind, _, _), m in world.kube.objects.items() if kind == "ConfigMap"
+          and m["metadata"]["name"].endswith("-plan")][0]
+    assert '"spot": false' in cm["data"]["plan.json"]
+
+
 def test_quota_is_a_clear_stop_that_leaves_nothing(world, plan):
     world.infra.capacity[(tuple(plan.zones), True)] = (
         "VcpuLimitExceeded: You have requested more vCPU capacity than your current vCPU limit")

@@ -53,22 +53,33 @@ class LocalProvider:
         if not Path("/proc/self/environ").exists():
             raise ProviderError("cloud: local needs Linux (/proc) to track its processes")
 
-    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, **opts: Any) -> JobStatus:
+    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
+           preflight: bool = False, detach: bool = False, backend: str | None = None,
+           spec_path: str | None = None, cwd: str | None = None, port: int | None = None,
+           console: Any = None, join_timeout: int = 300, last_call_timeout: int = 10,
+           timeout: float | None = None) -> JobStatus:
         """Start the cluster detached; with watch, follow it live to the end.
 
-        opts: cwd (where job.command runs; default the spec file's repo root), port (preferred
-        rendezvous port; a taken one falls back to a free one), console (rich Console),
-        join_timeout, last_call_timeout (seconds), timeout (watch limit, seconds).
+        Local knobs: cwd (where job.command runs; default the spec file's repo root), port
+        (preferred rendezvous port; a taken one falls back to a free one), console (rich
+        Console), join_timeout, last_call_timeout (seconds), timeout (watch limit, seconds).
+        force/preflight/detach: nothing to force or preflight here; the run is always detached.
         """
+        if backend:
+            raise UsageError("--backend is where a cloud stack keeps its Pulumi state; "
+                             "cloud: local keeps none")
+        opts = {"spec_path": spec_path, "cwd": cwd, "port": port, "console": console,
+                "join_timeout": join_timeout, "last_call_timeout": last_call_timeout,
+                "timeout": timeout}
         from reclaunch.manifests.env import job_env
 
         self.check_ready(plan)
         spec = plan.spec
         if watch:  # the same plan a cloud `up` shows before it spends anything
-            from reclaunch.ui.console import console
+            from reclaunch.ui.console import console as new_console
             from reclaunch.ui.plan import render_plan
 
-            (opts.get("console") or console()).print(render_plan(plan))
+            (console or new_console()).print(render_plan(plan))
         root = lp.cluster_dir(spec.name)
         old = lp.read_json(root / "state.json")
         if old and lp.pid_alive(old.get("supervisor_pid")):
@@ -205,7 +216,8 @@ class LocalProvider:
                 return
             time.sleep(poll)
 
-    def down(self, name: str, *, keep_storage: bool = False, grace: float = 15.0) -> None:
+    def down(self, name: str, *, keep_storage: bool = False, yes: bool = False,
+             backend: str | None = None, grace: float = 15.0) -> None:
         """Stop every process of the cluster (verified by /proc), free its port, remove its
         state, logs and checkpoints (keep_storage keeps data/ and the checkpoints)."""
         root = self._root(name)
