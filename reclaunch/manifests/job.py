@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 LOCAL_IMAGE = "reclaunch-trainer:local"
 MASTER_PORT = 23456                          # the training operator's default port
 # Kinds the stack provisions and binds as `<name>-data`; the rest are claimed here.
-STACK_PROVISIONED = ("fsx-lustre", "efs", "azure-lustre", "azure-files", "filestore")
+from reclaunch.spec.facts import STACK_PROVISIONED  # noqa: E402  (the one storage table)
 TTL_AFTER_FINISHED = 24 * 3600               # keep finished pods' logs for a day
 # Taints managed node pools put on spot capacity; tolerating an absent taint is harmless,
 # so one list serves every cloud (no cloud-name branching here).

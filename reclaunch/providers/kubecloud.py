@@ -34,7 +34,7 @@ SPOT_QUOTA = "spot_quota"        # spot quota exhausted: on-demand (its own quot
 QUOTA = "quota"                  # account quota: no retry helps, the user must ask for more
 
 # Stack resource kinds the sweep reports that hold the dataset (kept by --keep-storage).
-STORAGE_KINDS = ("volume", "disk", "fsx", "efs", "filestore", "file_system", "share", "lustre")
+from reclaunch.spec.facts import STORAGE_RESOURCE_HINTS as STORAGE_KINDS  # noqa: E402
 
 
 @dataclass

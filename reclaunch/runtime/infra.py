@@ -29,8 +29,7 @@ PULUMI_MISSING = ("Pulumi CLI not found on PATH; `reclaunch up` and `down` need 
 PULUMI_FIX = "install it: curl -fsSL https://get.pulumi.com | sh  (or: brew install pulumi)"
 
 # Stack resources the dataset lives in; `down --keep-storage` leaves these (and what they need).
-STORAGE_TYPE_HINTS = ("fsx", "efs", "filestore", "lustre", "storageaccount", "fileshare",
-                      "persistentvolume", "/disk:disk", "compute/disk")
+from reclaunch.spec.facts import STORAGE_RESOURCE_HINTS as STORAGE_TYPE_HINTS  # noqa: E402
 
 Event = dict[str, Any]   # {"kind": "resource"|"diag"|"summary", "urn", "type", "op", "status", "message"}
 OnEvent = Callable[[Event], None]

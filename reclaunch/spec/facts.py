@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
-# Which storage kinds each target can provision; data, so no branching on the cloud name.
-STORAGE_BY_CLOUD: dict[str, tuple[str, ...]] = {
-    "aws": ("fsx-lustre", "efs", "cephfs", "pvc", "none"),
-    "azure": ("azure-lustre", "azure-files", "cephfs", "pvc", "none"),
-    "gcp": ("filestore", "cephfs", "pvc", "none"),
-    "local": ("hostpath", "none"),
+from typing import NamedTuple
+
+
+class StorageFacts(NamedTuple):
+    clouds: tuple[str, ...]      # targets that can provide it
+    sized: bool                  # capacity must be given (the rest are elastic or already exist)
+    created_by_stack: bool       # the Pulumi stack creates the file system and binds `<name>-data`
+    # Substrings of the cloud resource kinds / Pulumi types that hold the data: `down
+    # --keep-storage` keeps them, and teardown verification does not count them as leftovers.
+    resource_hints: tuple[str, ...] = ()
+
+
+# The one table of storage kinds (spec rules, render, keep-storage and sweep all read it).
+STORAGE_KINDS: dict[str, StorageFacts] = {
+    "fsx-lustre": StorageFacts(("aws",), True, True, ("fsx", "file_system", "filesystem")),
+    "efs": StorageFacts(("aws",), False, True, ("efs", "file_system", "filesystem")),
+    "azure-lustre": StorageFacts(("azure",), True, True, ("lustre", "amlfilesystem")),
+    "azure-files": StorageFacts(("azure",), True, True, ("storageaccount", "fileshare", "share")),
+    "filestore": StorageFacts(("gcp",), True, True, ("filestore",)),
+    "cephfs": StorageFacts(("aws", "azure", "gcp"), False, False, ()),
+    "pvc": StorageFacts(("aws", "azure", "gcp"), True, False,
+                       ("persistentvolume", "volume", "/disk:disk", "compute/disk", "disk")),
+    "hostpath": StorageFacts(("local",), False, False, ()),
+    "none": StorageFacts(("aws", "azure", "gcp", "local"), False, False, ()),
 }
+
+STORAGE_BY_CLOUD: dict[str, tuple[str, ...]] = {
+    cloud: tuple(k for k, f in STORAGE_KINDS.items() if cloud in f.clouds)
+    for cloud in ("aws", "azure", "gcp", "local")
+}
+SIZED_STORAGE = tuple(k for k, f in STORAGE_KINDS.items() if f.sized)
+STACK_PROVISIONED = tuple(k for k, f in STORAGE_KINDS.items() if f.created_by_stack)
+STORAGE_RESOURCE_HINTS = tuple(dict.fromkeys(h for f in STORAGE_KINDS.values() for h in f.resource_hints))
+
 # Targets that run on this machine: no catalog offer, no region, gloo over loopback.
 RUNS_HERE: tuple[str, ...] = ("local",)
-# Kinds whose capacity must be given (the rest are elastic or already exist).
-SIZED_STORAGE = ("fsx-lustre", "azure-lustre", "azure-files", "filestore", "pvc")

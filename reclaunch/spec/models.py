@@ -15,7 +15,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
                       WithJsonSchema, field_validator, model_validator)
 
 from reclaunch.errors import SpecError
-from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD  # noqa: F401
+from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS  # noqa: F401
 from reclaunch.spec.units import COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, parse_count, parse_size
 
 Count = Annotated[int, BeforeValidator(parse_count), WithJsonSchema(COUNT_JSON_SCHEMA)]
@@ -47,8 +47,7 @@ EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=2
 
 Cloud = Literal["aws", "azure", "gcp", "local"]
 Fabric = Literal["auto", "efa", "infiniband", "tcpx", "tcpxo", "rdma", "ethernet"]
-StorageKind = Literal["fsx-lustre", "efs", "azure-lustre", "azure-files", "filestore", "cephfs",
-                      "pvc", "hostpath", "none"]
+StorageKind = Literal[tuple(STORAGE_KINDS)]  # type: ignore[valid-type]  (facts.py: one table)
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
 Preset = Literal["deepfm", "dcnv2", "din", "dlrm", "wide_deep", "custom"]
