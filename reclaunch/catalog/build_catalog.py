@@ -76,7 +76,9 @@ def build_rows(cells, facts, snapshot: str, as_of: dt.date, cloud: str = "aws") 
             notes.append(f"{it} {region}: AZs disagree on on-demand {ods}; kept the highest")
         # An AZ whose spot price is the on-demand price has no spot discount (AWS caps spot at
         # on-demand); it is left out of the range, as the bundled rows always did.
-        spots = [s for s in cell["spots"] if s is not None and (od is None or s < od)]
+        # SkyPilot rounds spot to 6 decimals and on-demand to 5 (30.097800 vs 30.09784): "at
+        # on-demand" means within 0.1%.
+        spots = [s for s in cell["spots"] if s is not None and (od is None or s < od * 0.999)]
         purchase = fact.get("purchase") or "on-demand"
         if od is None and purchase == "on-demand" and not spots:
             notes.append(f"{it} {region}: listed without any price; skipped")
