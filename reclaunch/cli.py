@@ -124,8 +124,7 @@ def catalog(ctx: click.Context, cloud, gpu, region, as_json) -> None:
     if as_json:
         _emit_json(offers_json(rows, cat))
     else:
-        console = _console()
-        console.print(offers_table(rows, cat, width=console.width))
+        _console().print(offers_table(rows, cat))
 
 
 # ------------------------------------------------------------------ plan / render

@@ -60,6 +60,10 @@ def offers_table(rows: list[Offer], catalog: Catalog, today: dt.date | None = No
                       f"Capacity Blocks, no on-demand. AZs = zones listing it (--json: zones, "
                       f"vCPU, RAM, full sources).\n{notes}", caption_justify="left")
     # A narrow terminal drops the least needed columns rather than crop prices and dates.
+    if width is None:
+        from rich import get_console
+
+        width = get_console().width
     drop = (() if width is None or width >= 140 else ("fabric",) if width >= 120
             else ("fabric", "spot range", "AZs"))
     cols = [(c, j) for c, j in (("cloud", "left"), ("instance", "left"), ("region", "left"),
