@@ -129,6 +129,16 @@ def catalog(ctx: click.Context, cloud, gpu, region, as_json) -> None:
 
 # ------------------------------------------------------------------ plan / render
 
+def _cheaper_region(spec, the_plan, catalog) -> dict | None:
+    """The same job in a cheaper region, if any; also a plan warning so `plan` prints it."""
+    from reclaunch.planner.regions import cheaper_region, cheaper_region_line
+
+    alt = None if spec.runs_here else cheaper_region(spec, the_plan, catalog)
+    if alt is not None:
+        the_plan.warnings.append(cheaper_region_line(alt))
+    return alt
+
+
 def _known_regions(regions: list[str], catalog) -> None:
     """A filter naming a region no catalog row is in would silently show nothing: refuse it."""
     import difflib
@@ -166,7 +176,6 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     the plan) when the model cannot fit the cluster.
     """
     from reclaunch import planner
-    from reclaunch.planner.regions import cheaper_region, cheaper_region_line
 
     spec, catalog = _load(file)
     if same_cloud and not compare:
@@ -176,7 +185,7 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
         raise UsageError("--region/--regions go with --compare")
     _known_regions(regions, catalog)
     the_plan = planner.make_plan(spec, catalog)
-    alt = None if spec.runs_here else cheaper_region(spec, the_plan, catalog)
+    alt = _cheaper_region(spec, the_plan, catalog)
     rows = (planner.compare(spec, catalog, same_cloud=same_cloud, regions=regions or None)
             if compare else None)
     if as_json:
@@ -188,8 +197,6 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     else:
         console = _console()
         console.print(planner.render_plan(the_plan))
-        if alt is not None:
-            console.print(f"! {cheaper_region_line(alt)}")
         if rows is not None:
             console.print(planner.render_compare(rows))
     if not the_plan.memory.fits:
