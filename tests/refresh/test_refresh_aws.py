@@ -150,7 +150,7 @@ def test_aws_endpoint_url_is_honoured(pricing, monkeypatch):
         client, stub = pricing
         stub.add_response("get_products", {"PriceList": [price_item("g5.48xlarge", "us-east-1", 16.288)]},
                           expect("g5.48xlarge", "us-east-1"))
-        rows = [o for o in offers(bundled_catalog(), cloud="aws") if o.instance_type == "g5.48xlarge"]
+        rows = offers(bundled_catalog(), cloud="aws", instance_type="g5.48xlarge", region="us-east-1")
         got = aws.fetch_prices(rows, pricing_client=client, now=NOW)
     finally:
         server.stop()
