@@ -79,8 +79,9 @@ def compare(spec, catalog=None, same_cloud: bool = False,
             small = make_plan(spec, cat, offer=offer, nodes=n_min)
             if small.memory.fits:
                 rows.append(Comparison(small, headline_usd(small.cost, spot), basis, "fewest"))
+    # On a price tie (AWS charges the same in us-east-1/2 and us-west-2) the spec's region first.
     rows.sort(key=lambda r: (not r.plan.memory.fits, r.usd is None, r.usd or 0.0,
-                             r.plan.duration_hours))
+                             r.plan.duration_hours, (r.plan.cloud, r.plan.region) != (spec.cloud, spec.region)))
     for i, r in enumerate(rows, 1):
         r.rank = i
     best = next((r for r in rows if r.plan.memory.fits and r.usd is not None), None)
