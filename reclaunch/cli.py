@@ -146,7 +146,7 @@ def _known_regions(regions: list[str], catalog) -> None:
     known = catalog.regions()
     for r in regions:
         if r not in known:
-            close = difflib.get_close_matches(r, known, n=1, cutoff=0.6)
+            close = difflib.get_close_matches(r, known, n=1, cutoff=0.8)
             raise UsageError(f"--region {r!r}: no catalog offer is in that region"
                              + (f" — did you mean {close[0]}?" if close else "")
                              + " (`reclaunch catalog` lists them)")

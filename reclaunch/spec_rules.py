@@ -73,7 +73,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         out.append((("region",), f"required for cloud: {s.cloud} (e.g. {', '.join(cat.regions(s.cloud)[:3])})"))
     elif s.region not in (known := cat.regions(s.cloud)):
         # A region no catalog row sells in cannot be planned or priced; say which ones can.
-        close = difflib.get_close_matches(s.region, known, n=3, cutoff=0.6)
+        close = difflib.get_close_matches(s.region, known, n=3, cutoff=0.8)
         # A transposed pair (us-esat-1) scores no better than a different word (us-west-1).
         close.sort(key=lambda r: sorted(r) != sorted(s.region))
         out.append((("region",), f"{s.region!r}: no {s.cloud} GPU offer in the catalog is in that region"
