@@ -6,6 +6,7 @@ Prints medians of N runs; run on demand (`make bench`), never as a timed unit te
 
 from __future__ import annotations
 
+import resource
 import statistics
 import subprocess
 import sys
@@ -16,13 +17,18 @@ ROOT = Path(__file__).resolve().parent.parent
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 7
 
 
-def wall(cmd: list[str]) -> float:
-    times = []
+def wall(cmd: list[str]) -> tuple[float, float]:
+    """Median wall time and median CPU time (user + sys of the child). On a shared, loaded
+    machine the wall figure swings by 2x between runs; the CPU figure is what to compare."""
+    times, cpus = [], []
     for _ in range(N):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run(cmd, cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(times), statistics.median(cpus)
 
 
 def main() -> None:
@@ -36,10 +42,10 @@ def main() -> None:
                                                         "examples/aws-deepfm-p4d.yaml"],
     }
     results = {name: wall(cmd) for name, cmd in cases.items()}
-    base = next(iter(results.values()))
-    print(f"median of {N} runs each")
-    for name, t in results.items():
-        print(f"{t * 1000:8.1f} ms  {t / base:5.2f}x  {name}")
+    base, base_cpu = next(iter(results.values()))
+    print(f"median of {N} runs each: wall, and CPU (user+sys)")
+    for name, (t, cpu) in results.items():
+        print(f"{t * 1000:8.1f} ms  {t / base:5.2f}x   cpu {cpu * 1000:7.1f} ms  {cpu / base_cpu:5.2f}x  {name}")
 
 
 if __name__ == "__main__":

@@ -20,8 +20,11 @@ INSTANCE_COLUMNS = (
     "cloud", "instance_type", "region", "gpu", "gpu_count", "gpu_memory_gib", "intra_node",
     "nvlink", "nvlink_gbs_per_gpu", "fabric", "nics", "network_gbps", "gpudirect", "vcpus",
     "ram_gib", "local_nvme_gb", "on_demand_usd", "spot_usd", "spot_low_usd", "spot_high_usd",
-    "price_as_of", "source",
+    "price_as_of", "source", "zones", "purchase", "purchase_usd",
 )
+# How a row's instance can be bought when it has no on-demand price (AWS P5e: Capacity Blocks
+# only). purchase_usd is the per-instance-hour price that way where the vendor publishes one.
+PURCHASE_KINDS = ("on-demand", "capacity-block", "reservation")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,13 @@ class Offer:
     price_as_of: _dt.date
     source: str
     origin: str = "bundled"    # bundled | overlay
+    zones: str = ""            # space-separated zones (AWS AZ IDs) the snapshot lists it in
+    purchase: str = "on-demand"  # PURCHASE_KINDS: how it is sold when there is no on-demand
+    purchase_usd: float | None = None
+
+    @property
+    def priced(self) -> bool:
+        return any(v is not None for v in (self.on_demand_usd, self.spot_usd, self.purchase_usd))
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -95,18 +105,32 @@ class Catalog:
     offers: tuple[Offer, ...]
     gpus: dict[str, Gpu] = field(default_factory=dict)
 
+    def _index(self) -> dict:
+        # Built once per catalog on first question: with every region listed the catalog has
+        # hundreds of rows, and validate asks several questions of it.
+        idx = self.__dict__.get("_idx")
+        if idx is None:
+            first: dict[tuple[str, str], Offer] = {}
+            regions: dict[str, set[str]] = {}
+            for o in self.offers:
+                first.setdefault((o.cloud, o.instance_type), o)
+                regions.setdefault(o.cloud, set()).add(o.region)
+            idx = {"first": first, "regions": {c: sorted(r) for c, r in regions.items()}}
+            object.__setattr__(self, "_idx", idx)
+        return idx
+
     def instance(self, cloud: str, instance_type: str) -> Offer | None:
         """Any row of this instance type (facts are the same in every region)."""
-        for o in self.offers:
-            if o.cloud == cloud and o.instance_type == instance_type:
-                return o
-        return None
+        return self._index()["first"].get((cloud, instance_type))
 
     def instance_types(self, cloud: str | None = None) -> list[str]:
-        return sorted({o.instance_type for o in self.offers if cloud in (None, o.cloud)})
+        return sorted({it for c, it in self._index()["first"] if cloud in (None, c)})
 
     def regions(self, cloud: str | None = None) -> list[str]:
-        return sorted({o.region for o in self.offers if cloud in (None, o.cloud)})
+        regions = self._index()["regions"]
+        if cloud is not None:
+            return list(regions.get(cloud, ()))
+        return sorted({r for rs in regions.values() for r in rs})
 
     def gpu(self, name: str) -> Gpu:
         return self.gpus[name]
@@ -130,6 +154,9 @@ def parse_offer(row: dict[str, str], origin: str = "bundled") -> Offer:
         spot_low_usd=_num(row["spot_low_usd"]), spot_high_usd=_num(row["spot_high_usd"]),
         price_as_of=_dt.date.fromisoformat(row["price_as_of"]), source=row["source"],
         origin=origin,
+        # Older overlays (written before these columns) still read: a missing column is a default.
+        zones=(row.get("zones") or "").strip(), purchase=(row.get("purchase") or "on-demand").strip(),
+        purchase_usd=_num(row.get("purchase_usd") or ""),
     )
 
 

@@ -110,6 +110,29 @@ def catalog(ctx: click.Context, cloud, gpu, region, as_json) -> None:
 
 # ------------------------------------------------------------------ plan / render
 
+def _cheaper_region(spec, the_plan, catalog) -> dict | None:
+    """The same job in a cheaper region, if any; also a plan warning so `plan` prints it."""
+    from reclaunch.planner.regions import cheaper_region, cheaper_region_line
+
+    alt = None if spec.runs_here else cheaper_region(spec, the_plan, catalog)
+    if alt is not None:
+        the_plan.warnings.append(cheaper_region_line(alt))
+    return alt
+
+
+def _known_regions(regions: list[str], catalog) -> None:
+    """A filter naming a region no catalog row is in would silently show nothing: refuse it."""
+    import difflib
+
+    known = catalog.regions()
+    for r in regions:
+        if r not in known:
+            close = difflib.get_close_matches(r, known, n=1, cutoff=0.8)
+            raise UsageError(f"--region {r!r}: no catalog offer is in that region"
+                             + (f" — did you mean {close[0]}?" if close else "")
+                             + " (`reclaunch catalog` lists them)")
+
+
 def _load(file: str):
     from reclaunch.catalog import load_catalog
     from reclaunch.spec import load_spec
@@ -122,11 +145,16 @@ def _load(file: str):
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--compare", is_flag=True, help="Rank every catalog offer that can run the job by whole-job cost.")
 @click.option("--same-cloud", is_flag=True, help="With --compare: only the spec's cloud.")
+@click.option("--region", "region_opt", multiple=True, metavar="R",
+              help="With --compare: only this region (repeatable).")
+@click.option("--regions", "regions_opt", metavar="R1,R2", help="With --compare: only these regions.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout (design.md contract).")
-def plan(file: str, compare: bool, same_cloud: bool, as_json: bool) -> None:
+def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...],
+         regions_opt: str | None, as_json: bool) -> None:
     """Before any money is spent: fit, parallelism, throughput, all-reduce time and cost.
 
-    Exits 1 (after printing the plan) when the model cannot fit the cluster.
+    Names a cheaper region for the same job when the catalog has one. Exits 1 (after printing
+    the plan) when the model cannot fit the cluster.
     """
     from reclaunch import planner
     from reclaunch.ui import plan as plan_view
@@ -134,10 +162,17 @@ def plan(file: str, compare: bool, same_cloud: bool, as_json: bool) -> None:
     spec, catalog = _load(file)
     if same_cloud and not compare:
         raise UsageError("--same-cloud goes with --compare")
+    regions = [*region_opt, *(r.strip() for r in (regions_opt or "").split(",") if r.strip())]
+    if regions and not compare:
+        raise UsageError("--region/--regions go with --compare")
+    _known_regions(regions, catalog)
     the_plan = planner.make_plan(spec, catalog)
-    rows = planner.compare(spec, catalog, same_cloud=same_cloud) if compare else None
+    alt = _cheaper_region(spec, the_plan, catalog)
+    rows = (planner.compare(spec, catalog, same_cloud=same_cloud, regions=regions or None)
+            if compare else None)
     if as_json:
         out = the_plan.to_json()
+        out["cheaper_region"] = alt
         if rows is not None:
             out["compare"] = [r.to_json() for r in rows]
         _emit_json(out)

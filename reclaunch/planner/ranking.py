@@ -33,7 +33,8 @@ class Comparison:
     def to_json(self) -> dict:
         p = self.plan
         return {"rank": self.rank, "recommended": self.recommended, "cloud": p.cloud,
-                "instance_type": p.instance_type, "region": p.region, "nodes": p.nodes,
+                "instance_type": p.instance_type, "region": p.region,
+                "zones": p.offer.zones if p.offer is not None else "", "nodes": p.nodes,
                 "gpus": p.world_size, "gpu": p.gpu, "sizing": self.sizing, "fits": p.memory.fits,
                 "gpus_needed": p.memory.gpus_needed, "parallelism": p.memory.parallelism,
                 "throughput_samples_per_second": p.throughput_samples_per_second,
@@ -44,12 +45,14 @@ class Comparison:
                 "warnings": list(p.warnings)}
 
 
-def compare(spec, catalog=None, same_cloud: bool = False) -> list[Comparison]:
+def compare(spec, catalog=None, same_cloud: bool = False,
+            regions: list[str] | tuple[str, ...] | None = None) -> list[Comparison]:
     """Rows ranked by whole-job cost (fitting and priced first; unpriced last as "no price").
 
     Each offer is sized to at least the spec's GPU count (rounded up to whole nodes) or the
     GPUs the model needs; when the model fits on fewer nodes, that row is listed too, because
-    recsys scaling is poor and fewer, bigger GPUs are often cheaper for the whole job."""
+    recsys scaling is poor and fewer, bigger GPUs are often cheaper for the whole job.
+    Every region of every offer is ranked; `regions` keeps only those regions."""
     from reclaunch.catalog import load_catalog
     from reclaunch.planner.core import make_plan
 
@@ -60,6 +63,8 @@ def compare(spec, catalog=None, same_cloud: bool = False) -> list[Comparison]:
     rows: list[Comparison] = []
     for offer in cat.offers:
         if same_cloud and offer.cloud != spec.cloud:
+            continue
+        if regions and offer.region not in regions:
             continue
         n_spec = max(1, math.ceil(want_gpus / offer.gpu_count))
         plan = make_plan(spec, cat, offer=offer, nodes=n_spec)
@@ -74,8 +79,9 @@ def compare(spec, catalog=None, same_cloud: bool = False) -> list[Comparison]:
             small = make_plan(spec, cat, offer=offer, nodes=n_min)
             if small.memory.fits:
                 rows.append(Comparison(small, headline_usd(small.cost, spot), basis, "fewest"))
+    # On a price tie (AWS charges the same in us-east-1/2 and us-west-2) the spec's region first.
     rows.sort(key=lambda r: (not r.plan.memory.fits, r.usd is None, r.usd or 0.0,
-                             r.plan.duration_hours))
+                             r.plan.duration_hours, (r.plan.cloud, r.plan.region) != (spec.cloud, spec.region)))
     for i, r in enumerate(rows, 1):
         r.rank = i
     best = next((r for r in rows if r.plan.memory.fits and r.usd is not None), None)

@@ -61,6 +61,14 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         return out
     if not s.region:
         out.append((("region",), f"required for cloud: {s.cloud} (e.g. {', '.join(cat.regions(s.cloud)[:3])})"))
+    elif s.region not in (known := cat.regions(s.cloud)):
+        # A region no catalog row sells in cannot be planned or priced; say which ones can.
+        close = difflib.get_close_matches(s.region, known, n=3, cutoff=0.8)
+        # A transposed pair (us-esat-1) scores no better than a different word (us-west-1).
+        close.sort(key=lambda r: sorted(r) != sorted(s.region))
+        out.append((("region",), f"{s.region!r}: no {s.cloud} GPU offer in the catalog is in that region"
+                    + (f" — did you mean {close[0]}?" if close else "")
+                    + f" ({s.cloud} regions: {', '.join(known)})"))
     else:
         # Zones are named after their region (us-east-1a, us-central1-a) or numbered (Azure: 1-3).
         for i, zone in enumerate(s.zones):

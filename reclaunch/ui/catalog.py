@@ -11,6 +11,19 @@ def _usd(v: float | None) -> str:
     return "-" if v is None else f"{v:,.2f}"
 
 
+def _short_source(src: str, width: int = 36) -> str:
+    src = src.split(";")[0].replace("skypilot-org/", "")
+    return src[:width] + ("…" if len(src) > width else "")
+
+
+def _on_demand(o: Offer) -> str:
+    # "-" would read as "unknown"; a Capacity-Block-only instance is sold, just not on demand.
+    if o.on_demand_usd is None and o.purchase != "on-demand":
+        label = {"capacity-block": "CB only", "reservation": "reserved only"}.get(o.purchase, o.purchase)
+        return label + (f" {o.purchase_usd:,.2f}" if o.purchase_usd is not None else "")
+    return _usd(o.on_demand_usd)
+
+
 def offers_json(rows: list[Offer], catalog: Catalog, today: dt.date | None = None) -> list[dict]:
     out = []
     for o in rows:
@@ -18,8 +31,9 @@ def offers_json(rows: list[Offer], catalog: Catalog, today: dt.date | None = Non
         for k in ("gpu_count", "nics", "vcpus"):
             d[k] = int(d[k]) if d[k] else 0
         for k in ("gpu_memory_gib", "nvlink_gbs_per_gpu", "network_gbps", "ram_gib", "local_nvme_gb",
-                  "on_demand_usd", "spot_usd", "spot_low_usd", "spot_high_usd"):
+                  "on_demand_usd", "spot_usd", "spot_low_usd", "spot_high_usd", "purchase_usd"):
             d[k] = float(d[k]) if d[k] != "" else None
+        d["zones"] = o.zones.split()
         d["gpudirect"] = o.gpudirect
         d["stale"] = o.is_stale(today)
         d["age_days"] = o.age_days(today)
@@ -29,26 +43,48 @@ def offers_json(rows: list[Offer], catalog: Catalog, today: dt.date | None = Non
     return out
 
 
-def offers_table(rows: list[Offer], catalog: Catalog, today: dt.date | None = None):
+def offers_table(rows: list[Offer], catalog: Catalog, today: dt.date | None = None,
+                 width: int | None = None):
+    """One line per offer: with every region listed a wrapped row would triple the table, so
+    instance facts (vCPU, RAM) stay in --json and each source is a numbered note below."""
     from rich.table import Table
 
-    t = Table(title=f"reclaunch catalog {catalog.version} — USD per instance-hour",
-              caption=f"* price older than {STALE_AFTER_DAYS} days: run `reclaunch catalog refresh`")
-    for col, just in (("cloud", "left"), ("instance", "left"), ("region", "left"), ("GPUs", "left"),
-                      ("fabric", "left"), ("vCPU", "right"), ("RAM GiB", "right"),
-                      ("on-demand", "right"), ("spot", "right"), ("as of", "left"), ("source", "left")):
-        t.add_column(col, justify=just, overflow="fold")
+    sources: dict[str, int] = {}
     for o in rows:
+        sources.setdefault(_short_source(o.source, width=200), len(sources) + 1)
+    regions = len({(o.cloud, o.region) for o in rows})
+    notes = "\n".join(f"[{n}] {s}" for s, n in sources.items())
+    t = Table(title=f"reclaunch catalog {catalog.version} — USD per instance-hour",
+              caption=f"{len(rows)} offers in {regions} regions. * price older than "
+                      f"{STALE_AFTER_DAYS} days: run `reclaunch catalog refresh`. CB only = EC2 "
+                      f"Capacity Blocks, no on-demand. AZs = zones listing it (--json: zones, "
+                      f"vCPU, RAM, full sources).\n{notes}", caption_justify="left")
+    # A narrow terminal drops the least needed columns rather than crop prices and dates.
+    if width is None:
+        from rich import get_console
+
+        width = get_console().width
+    drop = (() if width is None or width >= 140 else ("fabric",) if width >= 120
+            else ("fabric", "spot range", "AZs"))
+    cols = [(c, j) for c, j in (("cloud", "left"), ("instance", "left"), ("region", "left"),
+                                ("AZs", "right"), ("GPUs", "left"), ("fabric", "left"),
+                                ("on-demand", "right"), ("spot", "right"), ("spot range", "right"),
+                                ("as of", "left"), ("src", "right")) if c not in drop]
+    for col, just in cols:
+        t.add_column(col, justify=just, overflow="fold", no_wrap=col != "fabric")
+    for i, o in enumerate(rows):
         stale = o.is_stale(today)
-        spot = _usd(o.spot_usd)
-        if o.spot_low_usd is not None and o.spot_high_usd is not None:
-            spot += f" ({o.spot_low_usd:.2f}-{o.spot_high_usd:.2f})"
+        spread = (f"{o.spot_low_usd:.2f}-{o.spot_high_usd:.2f}"
+                  if o.spot_low_usd is not None and o.spot_high_usd is not None else "")
         fabric = o.fabric + (f" x{o.nics}" if o.nics > 1 else "") + f" {o.network_gbps:g}G"
-        t.add_row(o.cloud, o.instance_type, o.region, f"{o.gpu_count} x {o.gpu}", fabric,
-                  str(o.vcpus), f"{o.ram_gib:g}", _usd(o.on_demand_usd), spot,
-                  o.price_as_of.isoformat() + (" *" if stale else ""),
-                  o.source[:60] + ("…" if len(o.source) > 60 else ""),
-                  style="yellow" if stale else None)
+        last = i + 1 == len(rows) or (rows[i + 1].cloud, rows[i + 1].instance_type) != (o.cloud, o.instance_type)
+        cells = {"cloud": o.cloud, "instance": o.instance_type, "region": o.region,
+                 "AZs": str(len(o.zones.split())) if o.zones else "-",
+                 "GPUs": f"{o.gpu_count}x {o.gpu}", "fabric": fabric, "on-demand": _on_demand(o),
+                 "spot": _usd(o.spot_usd), "spot range": spread,
+                 "as of": o.price_as_of.isoformat() + (" *" if stale else ""),
+                 "src": str(sources[_short_source(o.source, width=200)])}
+        t.add_row(*(cells[c] for c, _ in cols), style="yellow" if stale else None, end_section=last)
     return t
 
 

@@ -99,7 +99,8 @@ def compare_renderables(rows: list) -> list:
         if r.sizing == "fewest":
             note.append("fewest nodes")
         if not r.priced:
-            note.append("no price")
+            sold = p.offer.purchase if p.offer is not None else "on-demand"
+            note.append("no price" if sold == "on-demand" else f"{sold} only")
         if p.cost.stale:
             note.append("stale price")
         t.add_row(str(r.rank), f"{p.cloud} {p.instance_type}", p.region or "-",

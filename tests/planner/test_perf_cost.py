@@ -66,7 +66,8 @@ def test_spot_max_price_below_spot_warns_and_missing_spot_is_none():
     cat = bundled_catalog()
     p = make_plan(make_spec(spot={"enabled": True, "max_price": 1.0}), cat)
     assert any("max_price" in w for w in p.warnings)
-    q = make_plan(make_spec(region="us-west-2", instance_type="p4d.24xlarge",
+    # ca-central-1 lists p5 in one AZ whose spot price is the on-demand price: no spot price.
+    q = make_plan(make_spec(region="ca-central-1", instance_type="p5.48xlarge",
                             spot={"enabled": True}), cat)
     assert q.cost.spot_total_usd is None and q.cost.spot_p90_usd is None
     assert any("no spot price" in w for w in q.warnings)

@@ -55,8 +55,9 @@ def test_on_demand_paginated_and_spot_from_moto(pricing):
                       expect("p5.48xlarge", "us-east-1", "t1"))
     # p5e: Capacity Blocks only, no on-demand list price
     stub.add_response("get_products", {"PriceList": []}, expect("p5e.48xlarge", "us-east-2"))
+    # the two rows the stubs answer for (the catalog lists p5/p5e in many more regions)
     rows = [o for o in offers(bundled_catalog(), cloud="aws")
-            if o.instance_type in ("p5.48xlarge", "p5e.48xlarge") and o.region != "us-west-2"]
+            if (o.instance_type, o.region) in (("p5.48xlarge", "us-east-1"), ("p5e.48xlarge", "us-east-2"))]
     with mock_aws():
         got = aws.fetch_prices(rows, pricing_client=client, now=NOW)
     stub.assert_no_pending_responses()
@@ -151,7 +152,7 @@ def test_aws_endpoint_url_is_honoured(pricing, monkeypatch):
         client, stub = pricing
         stub.add_response("get_products", {"PriceList": [price_item("g5.48xlarge", "us-east-1", 16.288)]},
                           expect("g5.48xlarge", "us-east-1"))
-        rows = [o for o in offers(bundled_catalog(), cloud="aws") if o.instance_type == "g5.48xlarge"]
+        rows = offers(bundled_catalog(), cloud="aws", instance_type="g5.48xlarge", region="us-east-1")
         got = aws.fetch_prices(rows, pricing_client=client, now=NOW)
     finally:
         server.stop()

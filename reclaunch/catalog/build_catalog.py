@@ -1,0 +1,153 @@
+"""Regenerate the bundled catalog's AWS rows from a SkyPilot catalog snapshot. Not on any
+start-up path: run by hand when a newer snapshot is read, then review the diff and commit.
+
+    python -m reclaunch.catalog.build_catalog --aws vms.csv \\
+        --snapshot "skypilot-org/skypilot-catalog@00148f2a catalogs/v8/aws/vms.csv" \\
+        --as-of 2026-11-09 [--write]
+
+Input: SkyPilot's `catalogs/v*/aws/vms.csv` (github.com/skypilot-org/skypilot-catalog; columns
+InstanceType, Price, SpotPrice, Region, AvailabilityZone: one row per instance type and AZ ID,
+on-demand Price per region from the AWS price list, SpotPrice the AZ's current spot price), or
+an extract of it with at least those columns. The file carries no date, so --as-of is required:
+the date the snapshot's prices are known to hold (a dated receipt of the same numbers), never a
+guess.
+
+What it writes: one row per (instance type, region) for every AWS instance type in
+data/instance_types.csv (the authoritative GPU/fabric facts) that the snapshot lists, replacing
+the bundled rows of those types; every other row is kept as it is. The snapshot decides where an
+instance is sold: a region it does not list for a covered type is dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+DATA = Path(__file__).with_name("data")
+# AWS Local Zone AZ IDs (use1-atl2-az1, usw2-lax1-az1) are a metro edge site, not an AZ of the
+# region: EKS node groups and EFA clusters are built in the region's own AZs.
+_LOCAL_ZONE = re.compile(r"^[a-z]+\d-[a-z]+\d+-az\d+$")
+
+
+def _f(v: str | None) -> float | None:
+    v = (v or "").strip()
+    try:
+        x = float(v)
+    except ValueError:
+        return None
+    return x if x > 0 else None
+
+
+def read_facts(path: Path = DATA / "instance_types.csv") -> dict[tuple[str, str], dict[str, str]]:
+    with path.open() as fh:
+        return {(r["cloud"], r["instance_type"]): r for r in csv.DictReader(fh)}
+
+
+def aggregate(snapshot_rows, facts: dict[tuple[str, str], dict[str, str]], cloud: str = "aws"):
+    """(instance, region) -> {"on_demand", "spots", "zones"} for the instance types in facts."""
+    wanted = {it for (c, it) in facts if c == cloud}
+    out: dict[tuple[str, str], dict] = defaultdict(lambda: {"on_demand": set(), "spots": [], "zones": []})
+    for r in snapshot_rows:
+        it = r.get("InstanceType", "")
+        az = (r.get("AvailabilityZone") or "").strip()
+        if it not in wanted or _LOCAL_ZONE.match(az):
+            continue
+        cell = out[(it, r["Region"].strip())]
+        od = _f(r.get("Price"))
+        if od is not None:
+            cell["on_demand"].add(od)
+        cell["zones"].append(az)
+        cell["spots"].append(_f(r.get("SpotPrice")))
+    return out
+
+
+def build_rows(cells, facts, snapshot: str, as_of: dt.date, cloud: str = "aws") -> tuple[list[dict], list[str]]:
+    rows, notes = [], []
+    for (it, region), cell in sorted(cells.items()):
+        fact = facts[(cloud, it)]
+        ods = sorted(cell["on_demand"])
+        od = max(ods) if ods else None
+        if len(ods) > 1:
+            notes.append(f"{it} {region}: AZs disagree on on-demand {ods}; kept the highest")
+        # An AZ whose spot price is the on-demand price has no spot discount (AWS caps spot at
+        # on-demand); it is left out of the range, as the bundled rows always did.
+        # SkyPilot rounds spot to 6 decimals and on-demand to 5 (30.097800 vs 30.09784): "at
+        # on-demand" means within 0.1%.
+        spots = [s for s in cell["spots"] if s is not None and (od is None or s < od * 0.999)]
+        purchase = fact.get("purchase") or "on-demand"
+        if od is None and purchase == "on-demand" and not spots:
+            notes.append(f"{it} {region}: listed without any price; skipped")
+            continue
+        lo, hi = (min(spots), max(spots)) if spots else (None, None)
+        mid = round((lo + hi) / 2, 2) if spots else None
+        how = (f"spot = midpoint of {len(spots)} AZ(s) below on-demand" if spots
+               else "no AZ with a spot price below on-demand")
+        if od is None:
+            how = f"not sold on demand ({purchase}: price not in the snapshot); " + how
+        row = {c: fact[c] for c in ("cloud", "instance_type", "gpu", "gpu_count", "gpu_memory_gib",
+                                     "intra_node", "nvlink", "nvlink_gbs_per_gpu", "fabric", "nics",
+                                     "network_gbps", "gpudirect", "vcpus", "ram_gib", "local_nvme_gb")}
+        row.update(region=region, on_demand_usd=_fmt(od, 4), spot_usd=_fmt(mid, 2),
+                   spot_low_usd=_fmt(lo, 2), spot_high_usd=_fmt(hi, 2), price_as_of=as_of.isoformat(),
+                   source=f"{snapshot}; {how}", zones=" ".join(sorted(set(cell["zones"]))),
+                   purchase="on-demand" if od is not None else purchase, purchase_usd="")
+        rows.append(row)
+    return rows, notes
+
+
+def _fmt(v: float | None, digits: int) -> str:
+    return "" if v is None else f"{round(v, digits):g}"
+
+
+def merge(existing: list[dict], generated: list[dict], cloud: str = "aws") -> list[dict]:
+    covered = {r["instance_type"] for r in generated}
+    kept = [r for r in existing if not (r["cloud"] == cloud and r["instance_type"] in covered)]
+    return sorted(kept + generated, key=lambda r: (r["cloud"], r["instance_type"], r["region"]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from reclaunch.catalog import INSTANCE_COLUMNS
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--aws", required=True, type=Path, help="SkyPilot catalogs/v*/aws/vms.csv (or an extract)")
+    ap.add_argument("--snapshot", required=True, help="repo@commit path, written into every row's source")
+    ap.add_argument("--as-of", required=True, type=dt.date.fromisoformat,
+                    help="the date the snapshot's prices are known to hold (YYYY-MM-DD)")
+    ap.add_argument("--out", type=Path, default=DATA / "instances.csv")
+    ap.add_argument("--write", action="store_true", help="write --out (default: print a summary only)")
+    a = ap.parse_args(argv)
+    if a.as_of > dt.date.today():
+        print(f"--as-of {a.as_of} is in the future", file=sys.stderr)
+        return 2
+    facts = read_facts()
+    with a.aws.open(newline="") as fh:
+        cells = aggregate(csv.DictReader(fh), facts)
+    generated, notes = build_rows(cells, facts, a.snapshot, a.as_of)
+    with a.out.open(newline="") as fh:
+        existing = list(csv.DictReader(fh))
+    merged = merge(existing, generated)
+    for n in notes:
+        print("note:", n, file=sys.stderr)
+    per_type: dict[str, list[str]] = defaultdict(list)
+    for r in generated:
+        per_type[r["instance_type"]].append(r["region"])
+    for it, regions in sorted(per_type.items()):
+        print(f"{it}: {len(regions)} regions: {' '.join(regions)}")
+    print(f"{len(generated)} generated rows; {len(merged)} rows in all")
+    if a.write:
+        with a.out.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=INSTANCE_COLUMNS)
+            w.writeheader()
+            for r in merged:
+                w.writerow({c: r.get(c, "") for c in INSTANCE_COLUMNS})
+        print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
