@@ -180,11 +180,15 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
     }
     if offer is None:
         consts["note"] = "cloud: local: CPU processes over gloo; throughput is a rough CPU constant"
-    consts["sharding"] = shard.stands_on
+    lo, hi = min(spec.min_nodes, nodes), max(spec.max_nodes, nodes)
+    if shard.model_parallel and world > 1:
+        # Sharded tables are laid out for this world size and the trainer does not reshard
+        # them on resume: an elastic job waits for its nodes instead of shrinking or growing.
+        lo = hi = nodes
     return Plan(
         spec=spec, cloud=cloud, region=offer.region if offer else spec.region,
         zones=list(spec.zones), instance_type=offer.instance_type if offer else None, offer=offer,
-        nodes=nodes, min_nodes=min(spec.min_nodes, nodes), max_nodes=max(spec.max_nodes, nodes),
+        nodes=nodes, min_nodes=lo, max_nodes=hi,
         gpus_per_node=gpn, gpu=offer.gpu if offer else None, gpu_memory_gib=gpu_gib,
         fabric=fabric, nccl_env=env, memory=mem, comm=comm, step=step,
         throughput_samples_per_second=thr, duration_hours=hours, cost=cost,

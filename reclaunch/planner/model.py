@@ -158,7 +158,9 @@ class Plan:
     def world_size(self) -> int:
         return self.nodes * self.gpus_per_node
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, per_rank: bool = True) -> dict[str, Any]:
+        """The `plan --json` contract. per_rank=False keeps the output size independent of
+        the node count (the plan ConfigMap): per-rank predictions become min / max."""
         return {
             "name": self.name,
             "cloud": self.cloud,
@@ -183,11 +185,11 @@ class Plan:
             "dataloader_workers": self.dataloader_workers,
             "warnings": list(self.warnings),
             "constants": dict(self.constants),
-            "sharding": _sharding_json(self.sharding),
+            "sharding": _sharding_json(self.sharding, per_rank),
         }
 
 
-def _sharding_json(s: Sharding | None) -> dict[str, Any] | None:
+def _sharding_json(s: Sharding | None, per_rank: bool = True) -> dict[str, Any] | None:
     if s is None:
         return None
     tables = []
@@ -196,9 +198,13 @@ def _sharding_json(s: Sharding | None) -> dict[str, Any] | None:
         row.update(pinned=t.pinned, memory_bytes_per_rank=int(t.memory_bytes_per_rank),
                    step_seconds_per_rank=t.step_seconds_per_rank)
         tables.append(row)
+    ranks = [{"rank": r.rank, "memory_bytes": int(r.memory_bytes),
+              "lookup_seconds": r.lookup_seconds, "comm_seconds": r.comm_seconds,
+              "tables": r.tables} for r in s.per_rank]
+    if not per_rank:
+        ranks = [min(ranks, key=lambda r: (r["lookup_seconds"] + r["comm_seconds"], r["rank"])),
+                 ranks[s.critical_rank]]
     return {"world_size": s.world_size, "engine": "torchrec", "tables": tables,
-            "per_rank": [{"rank": r.rank, "memory_bytes": int(r.memory_bytes),
-                          "lookup_seconds": r.lookup_seconds, "comm_seconds": r.comm_seconds,
-                          "tables": r.tables} for r in s.per_rank],
+            "per_rank": ranks,
             "critical_rank": s.critical_rank, "alternatives": dict(s.alternatives),
             "explanation": list(s.explanation), "stands_on": dict(s.stands_on)}

@@ -71,8 +71,8 @@ def plan_sharding(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, g
     shards = [TableShard(name=t.name, rows=t.rows, dim=t.dim, pooling_factor=t.pooling_factor,
                          feature=t.name, sequence=t.sequence, sharding_type=o.kind,
                          compute_kernel="dense" if o.kind == "data_parallel" else "fused",
-                         ranks=(list(range(ctx.world)) if o.kind == "data_parallel"
-                                else list(ev.ranks[i])),
+                         # contract 1: a data-parallel table lists no ranks (it is on all)
+                         ranks=[] if o.kind == "data_parallel" else list(ev.ranks[i]),
                          pinned=bool(t.pin or pin_all), memory_bytes_per_rank=o.mem,
                          step_seconds_per_rank=o.piece_s + o.dp_opt_s)
               for i, (t, o) in enumerate(zip(tins, chosen))]
