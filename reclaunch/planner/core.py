@@ -117,15 +117,30 @@ def _cheapest(plans: list[Plan], spot: bool) -> Plan:
     return best
 
 
+def _inputs(spec, cat, offer, warnings):
+    """What the sharding search and the step need: hardware, fixed memory, dense step."""
+    gpn = offer.gpu_count if offer is not None else spec.gpus_per_node
+    hw, fabric, env, cap, gpu_gib = _hardware(spec, offer, cat, warnings)
+    fixed = fixed_part(spec, cap)
+    dense_s, dense_bwd = dense_seconds(spec, hw, fixed.dense)
+    dense_ar = fixed.dense.params * constants()["memory"]["master_weight_bytes"]
+    return gpn, hw, fabric, env, cap, gpu_gib, fixed, dense_s, dense_bwd, dense_ar
+
+
+def rate_sharding(spec, assignment, catalog, offer, nodes: int):
+    """Our model's Eval of a given per-table plan [(type, ranks, shards)] (e.g. TorchRec's)."""
+    from reclaunch.planner.shard_plan import rate
+
+    gpn, hw, _, _, cap, _, fixed, dense_s, dense_bwd, dense_ar = _inputs(spec, catalog, offer, [])
+    return rate(spec, hw, fixed, cap, nodes, gpn, dense_s, dense_bwd, dense_ar, assignment)
+
+
 def _build(spec, cat, offer, nodes: int) -> Plan:
     c = constants()
     warnings: list[str] = []
-    gpn = offer.gpu_count if offer is not None else spec.gpus_per_node
-    hw, fabric, env, cap, gpu_gib = _hardware(spec, offer, cat, warnings)
+    gpn, hw, fabric, env, cap, gpu_gib, fixed, dense_s, dense_bwd, dense_ar = _inputs(
+        spec, cat, offer, warnings)
     world = nodes * gpn
-    fixed = fixed_part(spec, cap)
-    dense_s, dense_bwd = dense_seconds(spec, hw, fixed.dense)
-    dense_ar = fixed.dense.params * c["memory"]["master_weight_bytes"]
     shard, ev, parts = plan_sharding(spec, hw, fixed, cap, nodes, gpn, dense_s, dense_bwd, dense_ar)
     mres = assemble(spec, fixed, shard, parts, cap, world)
     mem = mres.memory

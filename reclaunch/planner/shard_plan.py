@@ -12,8 +12,8 @@ from reclaunch.planner.constants import constants, dtype_bytes
 from reclaunch.planner.memory import GIB, Fixed, table_bytes
 from reclaunch.planner.model import RankLoad, Sharding, TableShard
 from reclaunch.planner.perf import Hardware
-from reclaunch.planner.shard_cost import Ctx
-from reclaunch.planner.sharding import PIN, Eval, StepCtx, TableIn, search
+from reclaunch.planner.shard_cost import Ctx, options
+from reclaunch.planner.sharding import PIN, Eval, StepCtx, TableIn, evaluate, search
 
 SHORT = {"data_parallel": "DP", "table_wise": "TW", "row_wise": "RW", "column_wise": "CW",
          "table_row_wise": "TWRW"}
@@ -54,17 +54,41 @@ def check_pins(spec, device: str) -> None:
                             f"run on this target ({device}: {', '.join(ok)})")
 
 
-def plan_sharding(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: int,
-                  dense_s: float, dense_bwd_s: float, dense_ar_bytes: float):
-    """-> (Sharding, Eval of the chosen plan, (weights, state, grad, io) of the fullest rank)."""
+def _contexts(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: int,
+              dense_s: float, dense_bwd_s: float, dense_ar_bytes: float) -> tuple[Ctx, StepCtx]:
     c = constants()
-    check_pins(spec, hw.device)
     ctx = _ctx(spec, hw, capacity - fixed.total, nodes, gpn)
     sc = StepCtx(dense_s=dense_s, dense_bwd_s=dense_bwd_s, dense_ar_bytes=dense_ar_bytes,
                  overlap=c["perf"]["allreduce_overlap_with_dense_backward"],
                  overhead_s=c["perf"]["step_overhead_seconds"],
                  grad_accum=spec.job.grad_accumulation,
                  latency_s=c["sharding"]["collective_latency_seconds"][hw.device])
+    return ctx, sc
+
+
+def rate(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: int, dense_s: float,
+         dense_bwd_s: float, dense_ar_bytes: float,
+         assignment: list[tuple[str, list[int], int]]) -> Eval:
+    """Our model's rating of a given plan: per table (sharding type, ranks, shards); ranks
+    [] = let our partitioner place it. How another planner's choice is costed here."""
+    ctx, sc = _contexts(spec, hw, fixed, capacity, nodes, gpn, dense_s, dense_bwd_s, dense_ar_bytes)
+    opts, pinned = [], {}
+    for i, (t, (kind, ranks, pieces)) in enumerate(zip(tables_in(spec), assignment)):
+        cands = options(ctx, i, t.rows, t.dim, t.pooling_factor, t.sequence, (kind,))
+        if not cands:
+            raise ValueError(f"{t.name}: no {kind} option with {pieces} shard(s) in this model")
+        opts.append(min(cands, key=lambda o: abs(o.pieces - pieces)))
+        if ranks and kind != "data_parallel":
+            pinned[i] = list(ranks)
+    return evaluate(ctx, sc, opts, pinned)
+
+
+def plan_sharding(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: int,
+                  dense_s: float, dense_bwd_s: float, dense_ar_bytes: float):
+    """-> (Sharding, Eval of the chosen plan, (weights, state, grad, io) of the fullest rank)."""
+    c = constants()
+    check_pins(spec, hw.device)
+    ctx, sc = _contexts(spec, hw, fixed, capacity, nodes, gpn, dense_s, dense_bwd_s, dense_ar_bytes)
     tins = tables_in(spec)
     pin_all = PIN.get(spec.model.sharding)
     chosen, ev, uniform = search(ctx, sc, tins, pin_all)

@@ -71,16 +71,29 @@ class Eval:
         return (self.overflow, self.total)
 
 
-def _place(ctx: Ctx, opts: list[Option], budget_left: float, by_mem: bool):
-    """Greedy partition of rank- and node-scoped shards -> (comp, send, mem, ranks)."""
+def _place(ctx: Ctx, opts: list[Option], budget_left: float, by_mem: bool,
+           fixed: dict[int, list[int]] | None = None):
+    """Greedy partition of rank- and node-scoped shards -> (comp, send, mem, ranks).
+    `fixed`: option index -> ranks already decided (rating someone else's plan)."""
     W, G = ctx.world, ctx.gpus_per_node
     comp, send, mem = [0.0] * W, [0.0] * W, [0.0] * W
     ranks: dict[int, list[int]] = {}
+    if fixed:
+        for i, rs in fixed.items():
+            o = opts[i]
+            if o.scope == "all":
+                continue
+            ranks[o.table] = list(rs)
+            for r in rs:
+                comp[r] += o.compute_s
+                send[r] += o.send_s
+                mem[r] += o.mem
+        opts = [o for i, o in enumerate(opts) if i not in fixed]
     # Node-scoped shards go first, so every rank of a node carries the same load then.
     nodes = [o for o in opts if o.scope == "node"]
     if nodes:
-        n_mem = [0.0] * ctx.nodes
-        nheap = [(0.0, n) for n in range(ctx.nodes)]
+        nheap = [(comp[n * G] + send[n * G], n) for n in range(ctx.nodes)]
+        n_mem = [mem[n * G] for n in range(ctx.nodes)]
         for o in sorted(nodes, key=lambda o: -(o.mem if by_mem else o.piece_s)):
             skipped, best = [], None
             while nheap:
@@ -132,7 +145,8 @@ def _place(ctx: Ctx, opts: list[Option], budget_left: float, by_mem: bool):
     return comp, send, mem, ranks
 
 
-def evaluate(ctx: Ctx, sc: StepCtx, opts: list[Option]) -> Eval:
+def evaluate(ctx: Ctx, sc: StepCtx, opts: list[Option],
+             fixed: dict[int, list[int]] | None = None) -> Eval:
     W, G = ctx.world, ctx.gpus_per_node
     u_comp = u_send = u_mem = recv = dp_bytes = 0.0
     kinds = set()
@@ -148,7 +162,7 @@ def evaluate(ctx: Ctx, sc: StepCtx, opts: list[Option]) -> Eval:
     best = None
     budget = ctx.budget
     for by_mem in (False, True):
-        comp, send, mem, ranks = _place(ctx, opts, budget - u_mem, by_mem)
+        comp, send, mem, ranks = _place(ctx, opts, budget - u_mem, by_mem, fixed)
         over = sum(m + u_mem - budget for m in mem if m + u_mem > budget)
         if best is None or over < best[0]:
             best = (over, comp, send, mem, ranks)
