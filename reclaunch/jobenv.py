@@ -93,7 +93,7 @@ def job_env(plan: "Plan", *, local_root: str | Path | None = None) -> dict[str, 
         "CHECKPOINT_DIR": ckpt_dir,
         "CHECKPOINT_EVERY_MINUTES": _num(job.checkpoint.every_minutes),
     }
-    if plan.sharding is not None:
+    if getattr(plan, "sharding", None) is not None:
         # CONTRACTS.md 1: the per-table plan the trainer executes (TorchRec sharding types).
         env["RECLAUNCH_SHARDING"] = sharding_json(plan)
     if model.bottom_mlp:
