@@ -18,6 +18,7 @@ Pure arithmetic; no torch. Types (`Option`) are consumed by sharding.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from reclaunch.planner.constants import constants
 from reclaunch.planner.perf import dim_penalty
@@ -88,12 +89,19 @@ class Option:
         return n * (self.piece_s + self.dp_opt_s)
 
 
+@lru_cache(maxsize=1024)
+def _dim_terms(dim: int) -> tuple[int, float, float]:
+    """(lookup width, penalty, 1 + backward multiplier) for a shard of `dim` columns."""
+    perf = constants()["perf"]
+    return (max(dim, perf["lookup_min_dim"]), dim_penalty(dim),
+            1.0 + perf["embedding_backward_multiplier"])
+
+
 def _lookup_s(ctx: Ctx, ids: float, outputs: float, dim: int, out_dim_bytes: float, bw_gbs: float) -> float:
     """Forward + backward seconds for `ids` lookups writing `outputs` vectors of `dim`."""
-    perf = constants()["perf"]
-    fwd = (ids * INDEX_BYTES + ids * max(dim, perf["lookup_min_dim"]) * ctx.emb_bytes
-           + outputs * out_dim_bytes) * dim_penalty(dim) / (bw_gbs * GB)
-    return fwd * (1.0 + perf["embedding_backward_multiplier"])
+    width, penalty, fb = _dim_terms(dim)
+    fwd = (ids * INDEX_BYTES + ids * width * ctx.emb_bytes + outputs * out_dim_bytes) * penalty / (bw_gbs * GB)
+    return fwd * fb
 
 
 def _send_s(ctx: Ctx, nbytes_per_peer: float, intra_peers: int, inter_peers: int,

@@ -65,6 +65,9 @@ class Eval:
     exposed_ar_s: float = 0.0
     latency_s: float = 0.0
     dp_bytes: float = 0.0
+    send: list[float] = field(default_factory=list)    # seconds each rank sends (uniform incl.)
+    recv: float = 0.0                                   # pooled bytes each rank receives
+    kinds: dict[str, int] = field(default_factory=dict)  # non-DP sharding groups in use
 
     @property
     def key(self) -> tuple[float, float]:
@@ -149,11 +152,11 @@ def evaluate(ctx: Ctx, sc: StepCtx, opts: list[Option],
              fixed: dict[int, list[int]] | None = None) -> Eval:
     W, G = ctx.world, ctx.gpus_per_node
     u_comp = u_send = u_mem = recv = dp_bytes = 0.0
-    kinds = set()
+    kinds: dict[str, int] = {}
     for o in opts:
         recv += o.recv_bytes
         if o.kind != "data_parallel":
-            kinds.add(o.kind)
+            kinds[o.kind] = kinds.get(o.kind, 0) + 1
         if o.scope == "all":
             u_comp += o.compute_s + o.dp_opt_s
             u_send += o.send_s
@@ -169,28 +172,76 @@ def evaluate(ctx: Ctx, sc: StepCtx, opts: list[Option],
         if over <= 0:
             break
     over, comp, send, mem, ranks = best
-    recv_s = 0.0
-    if W > 1 and recv:
-        rs = 0.0
-        if G > 1:
-            rs += (G - 1) / W / (ctx.intra_gbs * ctx.a2a_eff_intra)
-        if W > G:
-            rs += (W - G) / W / (ctx.inter_gbs / G * ctx.a2a_eff_inter)
-        recv_s = 2.0 * recv * rs / 1e9
+    recv_s = _recv_seconds(ctx, recv)
     comp = [c + u_comp for c in comp]
-    comm = [s + u_send if s + u_send > recv_s else recv_s for s in send]
+    send = [x + u_send for x in send]
+    comm = [x if x > recv_s else recv_s for x in send]
     mem = [m + u_mem for m in mem]
     loads = [a + b for a, b in zip(comp, comm)]
     crit = loads.index(max(loads))
-    ar = hierarchical_allreduce_seconds(sc.dense_ar_bytes + dp_bytes, G, ctx.nodes,
-                                        ctx.intra_gbs, ctx.inter_gbs) / sc.grad_accum
-    exposed = ar - min(ar, sc.dense_bwd_s * sc.overlap)
-    lat = (len(kinds) * constants()["sharding"]["collectives_per_group"] * sc.latency_s
-           if W > 1 else 0.0)
+    ar, exposed = _allreduce(ctx, sc, dp_bytes)
+    lat = _latency(ctx, sc, kinds)
     total = comp[crit] + comm[crit] + sc.dense_s + exposed + sc.overhead_s + lat
     rank_lists = [ranks.get(o.table, list(range(W)) if o.scope == "all" else [])
                   for o in opts]
-    return Eval(over, total, comp, comm, mem, rank_lists, crit, ar, exposed, lat, dp_bytes)
+    return Eval(over, total, comp, comm, mem, rank_lists, crit, ar, exposed, lat, dp_bytes,
+                send, recv, kinds)
+
+
+def _recv_seconds(ctx: Ctx, recv: float) -> float:
+    """Forward + backward seconds for the pooled outputs every rank receives."""
+    W, G = ctx.world, ctx.gpus_per_node
+    if W <= 1 or not recv:
+        return 0.0
+    rs = 0.0
+    if G > 1:
+        rs += (G - 1) / W / (ctx.intra_gbs * ctx.a2a_eff_intra)
+    if W > G:
+        rs += (W - G) / W / (ctx.inter_gbs / G * ctx.a2a_eff_inter)
+    return 2.0 * recv * rs / 1e9
+
+
+def _allreduce(ctx: Ctx, sc: StepCtx, dp_bytes: float) -> tuple[float, float]:
+    """(all-reduce seconds, the part dense backward does not hide)."""
+    ar = hierarchical_allreduce_seconds(sc.dense_ar_bytes + dp_bytes, ctx.gpus_per_node,
+                                        ctx.nodes, ctx.intra_gbs, ctx.inter_gbs) / sc.grad_accum
+    return ar, ar - min(ar, sc.dense_bwd_s * sc.overlap)
+
+
+def _latency(ctx: Ctx, sc: StepCtx, kinds: dict[str, int]) -> float:
+    n = sum(1 for v in kinds.values() if v > 0)
+    return n * constants()["sharding"]["collectives_per_group"] * sc.latency_s if ctx.world > 1 else 0.0
+
+
+def _quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Option) -> float:
+    """Step time if table i alone moved to `alt`, the others staying where they are (memory
+    not checked): a cheap screen before a full re-partition confirms a move."""
+    W, G = ctx.world, ctx.gpus_per_node
+    old = cur[i]
+    comp, send = list(ev.comp), list(ev.send)
+    for r in (range(W) if old.scope == "all" else ev.ranks[i]):
+        comp[r] -= old.compute_s + old.dp_opt_s
+        send[r] -= old.send_s
+    if alt.scope == "all":
+        targets = range(W)
+    else:
+        loads = [a + b for a, b in zip(comp, send)]
+        if alt.scope == "node":
+            n = min(range(ctx.nodes), key=lambda n: max(loads[n * G:(n + 1) * G]))
+            targets = range(n * G, (n + 1) * G)
+        else:
+            targets = heapq.nsmallest(alt.pieces, range(W), key=loads.__getitem__)
+    for r in targets:
+        comp[r] += alt.compute_s + alt.dp_opt_s
+        send[r] += alt.send_s
+    recv_s = _recv_seconds(ctx, ev.recv - old.recv_bytes + alt.recv_bytes)
+    _, exposed = _allreduce(ctx, sc, ev.dp_bytes - old.dp_bytes + alt.dp_bytes)
+    kinds = dict(ev.kinds)
+    for o, d in ((old, -1), (alt, 1)):
+        if o.kind != "data_parallel":
+            kinds[o.kind] = kinds.get(o.kind, 0) + d
+    load = max(c + (x if x > recv_s else recv_s) for c, x in zip(comp, send))
+    return load + sc.dense_s + exposed + sc.overhead_s + _latency(ctx, sc, kinds)
 
 
 def table_options(ctx: Ctx, tables: list[TableIn], pin_all: str | None) -> list[list[Option]]:
@@ -244,7 +295,10 @@ def _search(ctx: Ctx, sc: StepCtx, tables: tuple[TableIn, ...], pin_all: str | N
     uniform_ev = {k: next(e for e, s in evals if s == p) for k, p in uniform.items()}
     # Improve the two best starts (a uniform plan and a mixed one often lead different ways).
     evals.sort(key=lambda x: x[0].key)
-    results = [_improve(ctx, sc, per_table, list(s), e) for e, s in evals[:2]]
+    first = evals[0][0]
+    starts = [evals[0]] + [x for x in evals[1:2]
+                           if x[0].overflow <= first.overflow and x[0].total < 1.25 * first.total]
+    results = [_improve(ctx, sc, per_table, list(s), e) for e, s in starts]
     best, best_ev = min(results, key=lambda x: x[1].key)
     return best, best_ev, uniform_ev
 
@@ -258,10 +312,12 @@ def _improve(ctx, sc, per_table, cur: list[Option], ev: Eval):
         cands = [i for i, o in enumerate(cur) if crit in ev.ranks[i] or o.scope == "all"]
         cands.sort(key=lambda i: -(cur[i].piece_s + cur[i].dp_opt_s + cur[i].dp_bytes / 1e11))
         moved = False
-        for i in cands[:3]:
+        for i in cands[:4]:
             trial_best = None
             for alt in per_table[i]:
                 if alt is cur[i]:
+                    continue
+                if ev.overflow <= 0 and _quick(ctx, sc, cur, ev, i, alt) >= ev.total * 0.995:
                     continue
                 trial = cur[:i] + [alt] + cur[i + 1:]
                 e = evaluate(ctx, sc, trial)
