@@ -124,6 +124,11 @@ def plan_sharding(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, g
         "embedding_budget_bytes_per_rank": ctx.budget,
     }
     sh.explanation = _explain(spec, sh, ev, uniform, ctx, pin_all, capacity)
+    for t, o in zip(tins, chosen):
+        want = t.pin or pin_all
+        if want and o.kind != want:
+            sh.explanation.append(f"{t.name}: {want} cannot be built on {ctx.world} rank(s) of "
+                                  f"{ctx.gpus_per_node} per node with dim {t.dim}; {o.kind} instead")
     return sh, ev, tuple(parts)
 
 

@@ -116,3 +116,11 @@ def test_env_carries_the_contract():
     assert got == plan.sharding.contract()
     assert got["world_size"] == 2 and got["engine"] == "torchrec" and got["version"] == 1
     assert [t["feature"] for t in got["tables"]] == ["user_id", "item_id", "category"]
+
+
+def test_a_pin_this_cluster_cannot_build_falls_back_and_says_so():
+    # table_row_wise needs several nodes; make_spec is one node of 8 GPUs
+    tables = [{"name": "user_id", "rows": 1e6, "sharding": "table_row_wise"}]
+    plan = make_plan(make_spec(model={"tables": tables}), bundled_catalog())
+    assert plan.sharding.tables[0].sharding_type == "table_wise"
+    assert any("table_row_wise cannot be built" in line for line in plan.sharding.explanation)
