@@ -1,14 +1,13 @@
-"""Step time: embedding lookups vs HBM, dense FLOPs vs peak, all-reduce and all-to-all.
-
-Formulas from reference/recsys.md (TorchRec perf estimator) and the effective bus bandwidth
-of the fabric (reference/fabrics.md, via reclaunch.fabric when present).
+"""Step time: dense FLOPs vs peak, all-reduce; the embedding part (lookups vs HBM, all-to-all)
+comes per rank from sharding.py. Formulas from reference/recsys.md (TorchRec perf estimator)
+and the effective bus bandwidth of the fabric (reference/fabrics.md, via reclaunch.fabric).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reclaunch.planner.constants import constants, dtype_bytes
+from reclaunch.planner.constants import constants
 from reclaunch.planner.model import Comm, StepTime
 
 GB = 1e9
