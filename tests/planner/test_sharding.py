@@ -37,8 +37,13 @@ def test_never_picks_a_plan_it_says_is_slower(path):
 
 
 def test_deepfm_p4d_shards_its_tables_and_says_why():
+    from reclaunch.planner import render_plan
+
     plan = make_plan(load_spec(ROOT / "examples/aws-deepfm-p4d.yaml"), bundled_catalog())
     assert plan.memory.parallelism == "model"
+    text = render_plan(plan, width=160)
+    assert "sharding per table" in text and "predicted per rank" in text and "(slowest)" in text
+    assert "item_id" in text and "rule of thumb" in text
     # all-reducing 1.45 GiB of table gradients over EFA every step is the slow plan
     assert plan.sharding.alternatives["data_parallel"] > 10 * plan.step.total_seconds
     assert plan.step.allreduce_seconds < 0.5 * plan.step.total_seconds
