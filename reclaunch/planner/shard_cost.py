@@ -17,7 +17,7 @@ Pure arithmetic; no torch. Types (`Option`) are consumed by sharding.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from reclaunch.planner.constants import constants
@@ -74,18 +74,16 @@ class Option:
     dp_opt_s: float = 0.0          # dense optimizer over the whole table, every rank
     dim: int = 0                   # column shard width (column_wise)
     parts: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)   # weights, state, grad, io
+    piece_s: float = field(init=False, default=0.0)   # compute + send of one piece
 
     def __post_init__(self) -> None:
         if not any(self.parts):
             self.parts = (self.mem, 0.0, 0.0, 0.0)
-
-    @property
-    def piece_s(self) -> float:
-        return self.compute_s + self.send_s
+        self.piece_s = self.compute_s + self.send_s
 
     def work(self, world: int) -> float:
         """Rank-seconds the option costs the cluster (TorchRec proposers rank by this)."""
-        n = {"rank": self.pieces, "node": self.pieces, "all": world}[self.scope]
+        n = world if self.scope == "all" else self.pieces
         return n * (self.piece_s + self.dp_opt_s)
 
 
