@@ -7,6 +7,7 @@ Precedence, lowest first: reclaunch's settings, the plan's NCCL profile, the use
 
 from __future__ import annotations
 
+import json
 import math
 import posixpath
 from pathlib import Path
@@ -63,6 +64,14 @@ def storage_paths(plan: "Plan", local_root: str | Path | None = None) -> tuple[s
     return data_dir, str(ckpt_dir)
 
 
+def sharding_json(plan: "Plan", indent: int | None = None) -> str:
+    """RECLAUNCH_SHARDING: compact JSON (or indented, for the plan ConfigMap)."""
+    data = plan.sharding.contract() if plan.sharding is not None else None
+    if indent is None:
+        return json.dumps(data, separators=(",", ":"))
+    return json.dumps(data, indent=indent)
+
+
 def job_env(plan: "Plan", *, local_root: str | Path | None = None) -> dict[str, str]:
     """Environment for each training process of `plan` (strings only, deterministic order)."""
     spec = plan.spec
@@ -84,6 +93,9 @@ def job_env(plan: "Plan", *, local_root: str | Path | None = None) -> dict[str, 
         "CHECKPOINT_DIR": ckpt_dir,
         "CHECKPOINT_EVERY_MINUTES": _num(job.checkpoint.every_minutes),
     }
+    if getattr(plan, "sharding", None) is not None:
+        # CONTRACTS.md 1: the per-table plan the trainer executes (TorchRec sharding types).
+        env["RECLAUNCH_SHARDING"] = sharding_json(plan)
     if model.bottom_mlp:
         env["RECLAUNCH_BOTTOM_MLP"] = _csv(model.bottom_mlp)
     if model.cross_layers:

@@ -189,7 +189,8 @@ def pytorch_job(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[s
     job_spec: dict[str, Any] = {"runPolicy": run_policy, "nprocPerNode": str(plan.gpus_per_node)}
     if plan.spot:
         # Elastic: workers only, c10d rendezvous; a reclaimed node re-joins or the job
-        # carries on with >= min nodes from the last checkpoint.
+        # carries on with >= min nodes from the last checkpoint. A model-parallel plan has
+        # min = max (planner.core): its sharded tables are laid out for one world size.
         job_spec["elasticPolicy"] = {
             "rdzvBackend": "c10d", "minReplicas": plan.min_nodes, "maxReplicas": plan.max_nodes,
             "maxRestarts": spec.job.max_restarts,
@@ -233,12 +234,14 @@ def preflight_job(plan: "Plan", *, max_bytes: str = "8G") -> dict[str, Any]:
 
 def render(plan: "Plan") -> list[dict[str, Any]]:
     """Every object to apply, in apply order."""
+    from reclaunch.manifests.env import sharding_json
+
     objs, volumes, mounts = _storage(plan)
-    plan_json = json.dumps(plan.to_json(), indent=1, sort_keys=True, default=str)
+    plan_json = json.dumps(plan.to_json(per_rank=False), indent=1, sort_keys=True, default=str)
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(plan, plan.spec.namespace, False)},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(plan, f"{plan.name}-plan"),
-         "data": {"plan.json": plan_json}},
+         "data": {"plan.json": plan_json, "sharding.json": sharding_json(plan, indent=1)}},
         *objs,
         pytorch_job(plan, volumes, mounts),
     ]

@@ -8,9 +8,10 @@ import os
 from reclaunch.errors import PlanError
 from reclaunch.planner import cost as costmod
 from reclaunch.planner.constants import constants
-from reclaunch.planner.memory import GIB, plan_memory
+from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
-from reclaunch.planner.perf import Hardware, step_time
+from reclaunch.planner.perf import Hardware, dense_seconds, step_time
+from reclaunch.planner.shard_plan import plan_sharding
 
 
 def _host_ram_bytes() -> int:
@@ -57,7 +58,8 @@ def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str,
         world = spec.nodes * spec.gpus_per_node
         cap = _host_ram_bytes() // max(world, 1)
         hw = Hardware(hbm_gbs=loc["memory_gbs_per_process"], peak_tflops=loc["cpu_gflops_per_process"] / 1e3,
-                      utilisation=loc["dense_utilisation"], intra_gbs=loc["gloo_gbs"], inter_gbs=loc["gloo_gbs"])
+                      utilisation=loc["dense_utilisation"], intra_gbs=loc["gloo_gbs"], inter_gbs=loc["gloo_gbs"],
+                      device=loc["device"], stream_gbs=loc["stream_gbs_per_process"])
         return hw, loc["fabric"], {}, cap, None
     gpu = catalog.gpu(offer.gpu)
     fabric, env, intra, inter = _fabric(spec, offer, catalog, warnings)
@@ -115,13 +117,32 @@ def _cheapest(plans: list[Plan], spot: bool) -> Plan:
     return best
 
 
+def _inputs(spec, cat, offer, warnings):
+    """What the sharding search and the step need: hardware, fixed memory, dense step."""
+    gpn = offer.gpu_count if offer is not None else spec.gpus_per_node
+    hw, fabric, env, cap, gpu_gib = _hardware(spec, offer, cat, warnings)
+    fixed = fixed_part(spec, cap)
+    dense_s, dense_bwd = dense_seconds(spec, hw, fixed.dense)
+    dense_ar = fixed.dense.params * constants()["memory"]["master_weight_bytes"]
+    return gpn, hw, fabric, env, cap, gpu_gib, fixed, dense_s, dense_bwd, dense_ar
+
+
+def rate_sharding(spec, assignment, catalog, offer, nodes: int):
+    """Our model's Eval of a given per-table plan [(type, ranks, shards)] (e.g. TorchRec's)."""
+    from reclaunch.planner.shard_plan import rate
+
+    gpn, hw, _, _, cap, _, fixed, dense_s, dense_bwd, dense_ar = _inputs(spec, catalog, offer, [])
+    return rate(spec, hw, fixed, cap, nodes, gpn, dense_s, dense_bwd, dense_ar, assignment)
+
+
 def _build(spec, cat, offer, nodes: int) -> Plan:
     c = constants()
     warnings: list[str] = []
-    gpn = offer.gpu_count if offer is not None else spec.gpus_per_node
-    hw, fabric, env, cap, gpu_gib = _hardware(spec, offer, cat, warnings)
+    gpn, hw, fabric, env, cap, gpu_gib, fixed, dense_s, dense_bwd, dense_ar = _inputs(
+        spec, cat, offer, warnings)
     world = nodes * gpn
-    mres = plan_memory(spec, cap, world)
+    shard, ev, parts = plan_sharding(spec, hw, fixed, cap, nodes, gpn, dense_s, dense_bwd, dense_ar)
+    mres = assemble(spec, fixed, shard, parts, cap, world)
     mem = mres.memory
     warnings.extend(mres.notes)
     if not mem.fits:
@@ -130,10 +151,7 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
                 else "the dense part alone exceeds one GPU")
         warnings.append(f"does not fit: {mem.total_bytes_per_gpu / GIB:.1f} GiB per GPU of "
                         f"{mem.capacity_bytes_per_gpu / GIB:.1f} GiB ({short:.1f} GiB short); {need}")
-    step, comm, thr = step_time(spec, hw, mres, nodes, gpn)
-    if mem.parallelism == "data" and world > 1 and spec.model.sharding == "auto" \
-            and step.exposed_comm_seconds > 0.5 * step.total_seconds:
-        _sharding_hint(spec, hw, cap, nodes, gpn, thr, step, warnings)
+    step, comm, thr = step_time(spec, hw, ev, dense_s, dense_ar, nodes, gpn)
     samples = spec.job.dataset.samples * spec.job.dataset.epochs
     hours = samples / thr / 3600.0
     cost = costmod.job_cost(spec, offer, nodes, hours, warnings)
@@ -177,28 +195,20 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
     }
     if offer is None:
         consts["note"] = "cloud: local: CPU processes over gloo; throughput is a rough CPU constant"
+    lo, hi = min(spec.min_nodes, nodes), max(spec.max_nodes, nodes)
+    if shard.model_parallel and world > 1:
+        # Sharded tables are laid out for this world size and the trainer does not reshard
+        # them on resume: an elastic job waits for its nodes instead of shrinking or growing.
+        lo = hi = nodes
     return Plan(
         spec=spec, cloud=cloud, region=offer.region if offer else spec.region,
         zones=list(spec.zones), instance_type=offer.instance_type if offer else None, offer=offer,
-        nodes=nodes, min_nodes=min(spec.min_nodes, nodes), max_nodes=max(spec.max_nodes, nodes),
+        nodes=nodes, min_nodes=lo, max_nodes=hi,
         gpus_per_node=gpn, gpu=offer.gpu if offer else None, gpu_memory_gib=gpu_gib,
         fabric=fabric, nccl_env=env, memory=mem, comm=comm, step=step,
         throughput_samples_per_second=thr, duration_hours=hours, cost=cost,
-        spot=spec.spot.enabled, dataloader_workers=workers, warnings=warnings, constants=consts)
-
-
-def _sharding_hint(spec, hw, cap, nodes, gpn, thr, step, warnings) -> None:
-    """Data-parallel tables are all-reduced every step; say when sharding them is faster."""
-    model = spec.model.model_copy(update={"sharding": "table_wise"})
-    alt_spec = spec.model_copy(update={"model": model})
-    alt = plan_memory(alt_spec, cap, nodes * gpn)
-    if not alt.memory.fits:
-        return
-    _, _, alt_thr = step_time(alt_spec, hw, alt, nodes, gpn)
-    if alt_thr > 1.3 * thr:
-        warnings.append(f"the data-parallel embedding all-reduce takes {step.allreduce_seconds * 1e3:.1f} "
-                        f"of {step.total_seconds * 1e3:.1f} ms per step: model.sharding: table_wise "
-                        f"would be ~{alt_thr / thr:.1f}x faster ({spec.where('model')})")
+        spot=spec.spot.enabled, dataloader_workers=workers, warnings=warnings, constants=consts,
+        sharding=shard)
 
 
 def _workers(spec, offer, gpn: int, warnings: list[str]) -> int:

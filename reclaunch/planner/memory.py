@@ -1,4 +1,4 @@
-"""Memory per GPU and the parallelism decision (reference/recsys.md "Memory").
+"""Memory per GPU (reference/recsys.md "Memory"); the sharding itself is sharding.py's.
 
 Everything here is pure arithmetic on the Spec's model section; constants come from
 data/planner.yaml. Byte counts are per GPU unless a name says otherwise.
@@ -110,6 +110,23 @@ def input_bytes_per_sample(model) -> float:
 
 
 @dataclass
+class Fixed:
+    """What every GPU holds whatever the sharding: dense weights/grads/state, activations and
+    TorchRec's reservation (HeuristicalStorageReservation: 15% HBM, dense x6, inputs x20)."""
+
+    dense: DenseShape
+    dense_w: int
+    dense_g: int
+    dense_o: int
+    acts: int
+    reserve: int
+
+    @property
+    def total(self) -> int:
+        return self.dense_w + self.dense_g + self.dense_o + self.acts + self.reserve
+
+
+@dataclass
 class MemoryResult:
     memory: Memory
     dense: DenseShape
@@ -117,9 +134,68 @@ class MemoryResult:
     notes: list[str]
 
 
+def fixed_part(spec, capacity_bytes: int) -> Fixed:
+    c = constants()["memory"]
+    m, job = spec.model, spec.job
+    act_b = dtype_bytes(job.precision)
+    dense = dense_shape(m)
+    dims = sum(t.dim or m.embedding_dim for t in m.tables)
+    dense_opt = c["dense_optimizer"][job.optimizer]
+    master = c["master_weight_bytes"]
+    dense_w = dense.params * master
+    if job.precision in c["mixed_precision"]:
+        dense_w += dense.params * act_b             # low-precision working copy
+    dense_g = dense.params * master
+    dense_o = optimizer_state_bytes(dense.params * master, dense_opt)
+    batch = job.batch_size
+    acts = int(batch * (dense.act_width * c["activation_store_factor"] + dims) * act_b)
+    reserve = int(capacity_bytes * c["reserve_hbm_fraction"]
+                  + batch * input_bytes_per_sample(m) * c["reserve_input_multiplier"]
+                  + max(0, dense.params * master * c["reserve_dense_multiplier"]
+                        - (dense_w + dense_g + dense_o)))
+    return Fixed(dense, dense_w, dense_g, dense_o, acts, reserve)
+
+
+def fused_table_sizes(spec) -> list[tuple[str, int]]:
+    """(name, weights + optimizer state) per table: a sharded table's resident bytes."""
+    m, job = spec.model, spec.job
+    out = []
+    for t in m.tables:
+        d = t.dim or m.embedding_dim
+        w = table_bytes(t.rows, d, m.embedding_dtype)
+        out.append((t.name, w + optimizer_state_bytes(w, job.optimizer, d)))
+    return out
+
+
+def assemble(spec, fixed: Fixed, sharding, parts: tuple[float, float, float, float],
+             capacity_bytes: int, world: int) -> MemoryResult:
+    """Memory per GPU on the rank holding the most embedding bytes.
+
+    `parts`: that rank's (weights, optimizer state, gradients, io buffers) of its shards."""
+    w, state, grad, io = parts
+    m = spec.model
+    weights_total = sum(table_bytes(t.rows, t.dim or m.embedding_dim, m.embedding_dtype)
+                        for t in m.tables)
+    total = int(w + state + grad + io) + fixed.total
+    budget = capacity_bytes - fixed.total
+    by_type = {t.name: t.sharding_type for t in sharding.tables}
+    dp_bytes = sum(table_bytes(t.rows, t.dim, m.embedding_dtype)
+                   for t in sharding.tables if t.sharding_type == "data_parallel")
+    mem = Memory(
+        embedding_bytes=int(w), dense_bytes=int(fixed.dense_w),
+        gradient_bytes=int(fixed.dense_g + grad), optimizer_bytes=int(fixed.dense_o + state),
+        activation_bytes=int(fixed.acts + io), reserve_bytes=fixed.reserve,
+        total_bytes_per_gpu=total, capacity_bytes_per_gpu=int(capacity_bytes),
+        fits=total <= capacity_bytes,
+        parallelism="model" if sharding.model_parallel else "data",
+        gpus_needed=_gpus_needed(fused_table_sizes(spec), budget, "auto"),
+        sharding=by_type, total_embedding_bytes=weights_total)
+    return MemoryResult(mem, fixed.dense, dp_bytes, [])
+
+
 def _place(sizes: list[tuple[str, int]], world: int, budget: float, forced: str):
-    """Table-wise greedy placement (largest first onto the least loaded GPU); tables larger
-    than one GPU's budget (or all, when forced row-wise) are split row-wise over every GPU."""
+    """Memory-only packing for `gpus_needed`: largest table first onto the least loaded GPU;
+    tables larger than one GPU's budget are split row-wise over every GPU."""
     loads = [0.0] * world
     plan: dict[str, str] = {}
     rowwise = 0.0
@@ -132,69 +208,6 @@ def _place(sizes: list[tuple[str, int]], world: int, budget: float, forced: str)
             loads[i] += b
             plan[name] = "table_wise"
     return max(loads) + rowwise, plan
-
-
-def plan_memory(spec, capacity_bytes: int, world: int) -> MemoryResult:
-    """Per-GPU memory and the DP / sharded decision for `world` GPUs of `capacity_bytes`."""
-    c = constants()["memory"]
-    m, job = spec.model, spec.job
-    edt = m.embedding_dtype
-    act_b = dtype_bytes(job.precision)
-    dense = dense_shape(m)
-    tables = [(t.name, table_bytes(t.rows, t.dim or m.embedding_dim, edt),
-               t.dim or m.embedding_dim) for t in m.tables]
-    weights_total = sum(b for _, b, _ in tables)
-    state = {n: optimizer_state_bytes(b, job.optimizer, d) for n, b, d in tables}
-
-    dense_opt = c["dense_optimizer"][job.optimizer]
-    master = c["master_weight_bytes"]
-    dense_w = dense.params * master
-    if job.precision in c["mixed_precision"]:
-        dense_w += dense.params * act_b             # low-precision working copy
-    dense_g = dense.params * master
-    dense_o = optimizer_state_bytes(dense.params * master, dense_opt)
-    batch = job.batch_size
-    acts = int(batch * (dense.act_width * c["activation_store_factor"]
-                        + sum(d for _, _, d in tables)) * act_b)
-    reserve = int(capacity_bytes * c["reserve_hbm_fraction"]
-                  + batch * input_bytes_per_sample(m) * c["reserve_input_multiplier"]
-                  + max(0, dense.params * master * c["reserve_dense_multiplier"]
-                        - (dense_w + dense_g + dense_o)))
-    fixed = dense_w + dense_g + dense_o + acts + reserve
-
-    # Data parallel: every GPU holds every table, its gradient and its optimizer state.
-    dp_emb = weights_total + sum(state.values())
-    dp_total = fixed + dp_emb + weights_total
-    want = m.sharding
-    dp_ok = weights_total <= c["data_parallel_max_embedding_fraction"] * capacity_bytes
-    notes: list[str] = []
-    if want == "data" or (want == "auto" and dp_ok and dp_total <= capacity_bytes):
-        parallelism = "data"
-        emb_gpu, grad_emb, opt_emb = weights_total, weights_total, sum(state.values())
-        sharding = {n: "data_parallel" for n, _, _ in tables}
-        gpus_needed = 1 if dp_total <= capacity_bytes else 0
-        dp_table_bytes = weights_total
-    else:
-        parallelism = "model"
-        budget = capacity_bytes - fixed
-        sizes = [(n, b + state[n]) for n, b, _ in tables]    # fused optimizer: no gradient copy
-        forced = want if want in ("table_wise", "row_wise") else "auto"
-        load, sharding = _place(sizes, world, max(budget, 1), forced)
-        share = load / max(sum(s for _, s in sizes), 1)
-        emb_gpu = int(weights_total * share)
-        opt_emb = int(sum(state.values()) * share)
-        grad_emb = 0
-        dp_table_bytes = 0
-        gpus_needed = _gpus_needed(sizes, budget, forced)
-    total = emb_gpu + grad_emb + opt_emb + fixed
-    mem = Memory(
-        embedding_bytes=int(emb_gpu), dense_bytes=int(dense_w),
-        gradient_bytes=int(dense_g + grad_emb), optimizer_bytes=int(dense_o + opt_emb),
-        activation_bytes=acts, reserve_bytes=reserve, total_bytes_per_gpu=int(total),
-        capacity_bytes_per_gpu=int(capacity_bytes), fits=total <= capacity_bytes,
-        parallelism=parallelism, gpus_needed=gpus_needed, sharding=sharding,
-        total_embedding_bytes=weights_total)
-    return MemoryResult(mem, dense, dp_table_bytes, notes)
 
 
 def _gpus_needed(sizes: list[tuple[str, int]], budget: float, forced: str) -> int:

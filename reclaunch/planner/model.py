@@ -31,6 +31,63 @@ class Memory:
 
 
 @dataclass
+class TableShard:
+    """One table's sharding: the contract-1 entry (reclaunch.manifests.env RECLAUNCH_SHARDING)."""
+
+    name: str
+    rows: int
+    dim: int
+    pooling_factor: float
+    feature: str
+    sequence: bool
+    sharding_type: str              # data_parallel|table_wise|row_wise|column_wise|table_row_wise
+    compute_kernel: str             # fused | dense (TorchRec EmbeddingComputeKernel values)
+    ranks: list[int]
+    pinned: bool = False            # the spec fixed the type
+    memory_bytes_per_rank: float = 0.0   # weights + optimizer state (+ grad) + io, per shard
+    step_seconds_per_rank: float = 0.0   # lookups + what its shard sends, per step
+
+    def contract(self) -> dict[str, Any]:
+        return {"name": self.name, "rows": self.rows, "dim": self.dim,
+                "pooling_factor": self.pooling_factor, "feature": self.feature,
+                "sequence": self.sequence, "sharding_type": self.sharding_type,
+                "compute_kernel": self.compute_kernel, "ranks": list(self.ranks)}
+
+
+@dataclass
+class RankLoad:
+    rank: int
+    memory_bytes: float             # embedding shards (weights, state, grads, io buffers)
+    lookup_seconds: float           # embedding lookups fwd + bwd (+ dense optimizer of DP tables)
+    comm_seconds: float             # pooled all-to-all / reduce-scatter it sends or receives
+    tables: int                     # shards it holds (data-parallel tables not counted)
+
+    @property
+    def seconds(self) -> float:
+        return self.lookup_seconds + self.comm_seconds
+
+
+@dataclass
+class Sharding:
+    tables: list[TableShard]
+    per_rank: list[RankLoad]
+    world_size: int
+    critical_rank: int              # the rank the step waits for
+    alternatives: dict[str, float | None] = field(default_factory=dict)  # all-one-type plan -> step s
+    explanation: list[str] = field(default_factory=list)
+    stands_on: dict[str, Any] = field(default_factory=dict)
+
+    def contract(self) -> dict[str, Any]:
+        """RECLAUNCH_SHARDING (CONTRACTS.md 1): what the trainer executes."""
+        return {"version": 1, "world_size": self.world_size, "engine": "torchrec",
+                "tables": [t.contract() for t in self.tables]}
+
+    @property
+    def model_parallel(self) -> bool:
+        return any(t.sharding_type != "data_parallel" for t in self.tables)
+
+
+@dataclass
 class Comm:
     allreduce_seconds_per_step: float
     alltoall_seconds_per_step: float
@@ -93,6 +150,7 @@ class Plan:
     constants: dict[str, Any] = field(default_factory=dict)   # what the numbers came from
     picked_from: list[str] = field(default_factory=list)      # instance types the pick compared
     zones_as_planned: list[str] = field(default_factory=list)  # before any capacity fallback
+    sharding: Sharding | None = None
 
     @property
     def name(self) -> str:
@@ -102,7 +160,9 @@ class Plan:
     def world_size(self) -> int:
         return self.nodes * self.gpus_per_node
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, per_rank: bool = True) -> dict[str, Any]:
+        """The `plan --json` contract. per_rank=False keeps the output size independent of
+        the node count (the plan ConfigMap): per-rank predictions become min / max."""
         return {
             "name": self.name,
             "cloud": self.cloud,
@@ -129,4 +189,26 @@ class Plan:
             "constants": dict(self.constants),
             "picked_from": list(self.picked_from),
             "zones_as_planned": list(self.zones_as_planned or self.zones),
+            "sharding": _sharding_json(self.sharding, per_rank),
         }
+
+
+def _sharding_json(s: Sharding | None, per_rank: bool = True) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    tables = []
+    for t in s.tables:
+        row = t.contract()
+        row.update(pinned=t.pinned, memory_bytes_per_rank=int(t.memory_bytes_per_rank),
+                   step_seconds_per_rank=t.step_seconds_per_rank)
+        tables.append(row)
+    ranks = [{"rank": r.rank, "memory_bytes": int(r.memory_bytes),
+              "lookup_seconds": r.lookup_seconds, "comm_seconds": r.comm_seconds,
+              "tables": r.tables} for r in s.per_rank]
+    if not per_rank:
+        ranks = [min(ranks, key=lambda r: (r["lookup_seconds"] + r["comm_seconds"], r["rank"])),
+                 ranks[s.critical_rank]]
+    return {"world_size": s.world_size, "engine": "torchrec", "tables": tables,
+            "per_rank": ranks,
+            "critical_rank": s.critical_rank, "alternatives": dict(s.alternatives),
+            "explanation": list(s.explanation), "stands_on": dict(s.stands_on)}

@@ -1,14 +1,13 @@
-"""Step time: embedding lookups vs HBM, dense FLOPs vs peak, all-reduce and all-to-all.
-
-Formulas from reference/recsys.md (TorchRec perf estimator) and the effective bus bandwidth
-of the fabric (reference/fabrics.md, via reclaunch.fabric when present).
+"""Step time: dense FLOPs vs peak, all-reduce; the embedding part (lookups vs HBM, all-to-all)
+comes per rank from sharding.py. Formulas from reference/recsys.md (TorchRec perf estimator)
+and the effective bus bandwidth of the fabric (reference/fabrics.md, via reclaunch.fabric).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reclaunch.planner.constants import constants, dtype_bytes
+from reclaunch.planner.constants import constants
 from reclaunch.planner.model import Comm, StepTime
 
 GB = 1e9
@@ -36,20 +35,6 @@ def dim_penalty(dim: int) -> float:
     return 1.0
 
 
-def lookup_bytes_per_sample(model) -> float:
-    """TorchRec estimator forward bytes per sample, summed over tables, with D penalties:
-    L*8 + L*max(D,32)*s + D*s (ids, rows gathered, pooled output)."""
-    c = constants()["perf"]
-    s = dtype_bytes(model.embedding_dtype)
-    out = 0.0
-    for t in model.tables:
-        d = t.dim or model.embedding_dim
-        L = t.pooling_factor
-        raw = L * c["lookup_index_bytes"] + L * max(d, c["lookup_min_dim"]) * s + d * s
-        out += raw * dim_penalty(d)
-    return out
-
-
 @dataclass
 class Hardware:
     """What one GPU (or CPU process for cloud: local) can do."""
@@ -59,51 +44,41 @@ class Hardware:
     utilisation: float
     intra_gbs: float          # effective all-reduce busbw inside a node
     inter_gbs: float          # effective all-reduce busbw across nodes (per node)
+    device: str = "cuda"      # which sharding types can run (planner.yaml sharding.supported)
+    stream_gbs: float = 0.0   # elementwise bandwidth (dense optimizer); 0 = hbm_gbs
+
+    @property
+    def stream(self) -> float:
+        return self.stream_gbs or self.hbm_gbs
 
 
-def step_time(spec, hw: Hardware, mem, nodes: int, gpus_per_node: int):
-    """(StepTime, Comm, samples/s for the cluster)."""
+def dense_seconds(spec, hw: Hardware, dense) -> tuple[float, float]:
+    """(dense forward + backward seconds, of which backward) per step on one GPU."""
     c = constants()["perf"]
-    m, job = spec.model, spec.job
-    world = nodes * gpus_per_node
-    B = job.batch_size
-    act_b = dtype_bytes(job.precision)
-
-    # Embeddings: sharded or not, each GPU does ~B samples' worth of lookups per step.
-    fwd = B * lookup_bytes_per_sample(m) / (hw.hbm_gbs * GB)
-    emb_s = fwd * (1.0 + c["embedding_backward_multiplier"])
-
-    flops = mem.dense.flops_fwd * (1.0 + c["dense_backward_multiplier"]) * B
+    flops = dense.flops_fwd * (1.0 + c["dense_backward_multiplier"]) * spec.job.batch_size
     dense_s = flops / (hw.peak_tflops * 1e12 * hw.utilisation)
-    dense_bwd = dense_s * c["dense_backward_multiplier"] / (1.0 + c["dense_backward_multiplier"])
+    return dense_s, dense_s * c["dense_backward_multiplier"] / (1.0 + c["dense_backward_multiplier"])
 
-    master = constants()["memory"]["master_weight_bytes"]
-    ar_bytes = mem.dense.params * master + mem.dp_table_bytes
-    ar_s = hierarchical_allreduce_seconds(ar_bytes, gpus_per_node, nodes, hw.intra_gbs, hw.inter_gbs)
-    ar_s /= job.grad_accumulation          # one all-reduce per optimizer step
 
-    a2a_s = 0.0
-    if mem.memory.parallelism == "model" and world > 1:
-        dims = sum(t.dim or m.embedding_dim for t in m.tables)
-        # pooled outputs forward + their gradients backward, B*D*s per table per direction
-        out_bytes = 2.0 * B * dims * act_b
-        intra_frac = (gpus_per_node - 1) / world
-        inter_frac = (world - gpus_per_node) / world
-        intra_bw = hw.intra_gbs * c["alltoall_efficiency_intra"] * GB
-        inter_bw = hw.inter_gbs / gpus_per_node * c["alltoall_efficiency_inter"] * GB
-        a2a_s = out_bytes * intra_frac / intra_bw
-        if inter_frac > 0:
-            a2a_s += out_bytes * inter_frac / inter_bw
-
-    hidden = min(ar_s, dense_bwd * c["allreduce_overlap_with_dense_backward"])
-    exposed = (ar_s - hidden) + a2a_s
+def step_time(spec, hw: Hardware, ev, dense_s: float, dense_ar_bytes: float, nodes: int,
+              gpus_per_node: int):
+    """(StepTime, Comm, samples/s for the cluster) of the sharding evaluation `ev`
+    (reclaunch.planner.sharding.Eval: the slowest rank's embedding work, the all-reduce)."""
+    c = constants()["perf"]
+    job = spec.job
+    world = nodes * gpus_per_node
+    crit = ev.critical
+    emb_s, a2a_s = ev.comp[crit], ev.comm[crit] + ev.latency_s
+    ar_s = ev.ar_s
+    exposed = ev.exposed_ar_s + a2a_s
     total = emb_s + dense_s + exposed + c["step_overhead_seconds"]
     step = StepTime(embedding_seconds=emb_s, dense_compute_seconds=dense_s,
                     allreduce_seconds=ar_s, alltoall_seconds=a2a_s,
                     exposed_comm_seconds=exposed, total_seconds=total)
+    ar_bytes = dense_ar_bytes + ev.dp_bytes
     used = (2.0 * (world - 1) / world * ar_bytes / (ar_s * job.grad_accumulation) / GB
             if ar_s > 0 else (hw.intra_gbs if nodes == 1 else hw.inter_gbs))
     comm = Comm(allreduce_seconds_per_step=ar_s, alltoall_seconds_per_step=a2a_s,
                 bandwidth_gbps_used=used, intra_node_gbps=hw.intra_gbs,
                 inter_node_gbps=hw.inter_gbs)
-    return step, comm, world * B / total
+    return step, comm, world * job.batch_size / total

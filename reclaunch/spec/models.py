@@ -119,11 +119,17 @@ class Job(Strict):
         return [v] if isinstance(v, str) else v
 
 
+# TorchRec ShardingType values a table can be pinned to (torchrec/distributed/types.py).
+ShardingType = Literal["data_parallel", "table_wise", "row_wise", "column_wise", "table_row_wise"]
+
+
 class Table(Strict):
     name: str = Field(min_length=1, max_length=128)
     rows: Count = Field(ge=1, le=10**12)
     dim: Int | None = Field(None, ge=1, le=4096)
     pooling_factor: Float = Field(1.0, gt=0, le=100_000, description="Lookups per sample")
+    sharding: ShardingType | None = Field(
+        None, description="Pin this table's TorchRec sharding (default: the planner's choice)")
 
 
 CRITEO_1TB_ROWS = (40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956,
@@ -166,7 +172,8 @@ class Model(Strict):
     cross_low_rank: Int | None = Field(None, ge=1, le=1 << 16)
     attention_mlp: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field([], max_length=100)
     history_length: Int = Field(0, ge=0, le=100_000, description="DIN behaviour sequence length")
-    sharding: Literal["auto", "data", "table_wise", "row_wise"] = "auto"
+    sharding: Literal["auto", "data", "table_wise", "row_wise", "column_wise", "table_row_wise"] = Field(
+        "auto", description="auto: per table by modeled step time; anything else pins every table")
 
     @model_validator(mode="before")
     @classmethod

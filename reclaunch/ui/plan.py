@@ -66,7 +66,7 @@ def plan_renderables(plan) -> list:
     st.add_row(*(f"{v * 1e3:.2f}" for v in (s.embedding_seconds, s.dense_compute_seconds,
                                              s.allreduce_seconds, s.alltoall_seconds,
                                              s.exposed_comm_seconds, s.total_seconds)))
-    out = [head, mem, st]
+    out = [head, mem, st, *_sharding_tables(plan)]
     if plan.warnings:
         warn = Table(title="warnings", show_header=False, box=None)
         warn.add_column()
@@ -74,6 +74,56 @@ def plan_renderables(plan) -> list:
             warn.add_row(f"! {w}")
         out.append(warn)
     return out
+
+
+def _ranks(ranks: list[int], world: int) -> str:
+    if not ranks:
+        return f"all {world}"
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ",".join(map(str, ranks))
+
+
+MAX_RANK_ROWS = 16
+
+
+def _sharding_tables(plan) -> list:
+    """The per-table plan and what it predicts per rank (memory, lookups, all-to-all)."""
+    from rich.table import Table
+
+    sh = plan.sharding
+    if sh is None:
+        return []
+    t = Table(title="sharding per table (TorchRec)")
+    for col, just in (("table", "left"), ("rows", "right"), ("dim", "right"), ("lookups", "right"),
+                      ("sharding", "left"), ("kernel", "left"), ("ranks", "left"),
+                      ("GiB / rank", "right"), ("ms / step", "right")):
+        t.add_column(col, justify=just)
+    for x in sh.tables:
+        t.add_row(x.name + (" (seq)" if x.sequence else ""), f"{x.rows:,}", str(x.dim),
+                  f"{x.pooling_factor:g}", x.sharding_type + (" (pinned)" if x.pinned else ""),
+                  x.compute_kernel, _ranks(x.ranks, sh.world_size),
+                  f"{x.memory_bytes_per_rank / GIB:.2f}", f"{x.step_seconds_per_rank * 1e3:.3f}")
+    r = Table(title="predicted per rank (embedding part of the step)")
+    for col in ("rank", "shards", "memory GiB", "lookups ms", "all-to-all ms", "total ms"):
+        r.add_column(col, justify="right")
+    ranks = sh.per_rank
+    if len(ranks) > MAX_RANK_ROWS:     # the slowest, the fastest and the fullest stand for the rest
+        keep = {sh.critical_rank, min(ranks, key=lambda x: x.seconds).rank,
+                max(ranks, key=lambda x: x.memory_bytes).rank}
+        ranks = [x for x in ranks if x.rank in keep]
+    for x in ranks:
+        mark = " (slowest)" if x.rank == sh.critical_rank and len(sh.per_rank) > 1 else ""
+        r.add_row(f"{x.rank}{mark}", str(x.tables), f"{x.memory_bytes / GIB:.2f}",
+                  f"{x.lookup_seconds * 1e3:.3f}", f"{x.comm_seconds * 1e3:.3f}",
+                  f"{x.seconds * 1e3:.3f}")
+    if len(ranks) < len(sh.per_rank):
+        r.caption = f"{len(ranks)} of {len(sh.per_rank)} ranks shown (`plan --json` lists all)"
+    why = Table(show_header=False, box=None)
+    why.add_column()
+    for line in sh.explanation:
+        why.add_row(f"- {line}")
+    return [t, r, why]
 
 
 def render_plan(plan, width: int = 110) -> str:

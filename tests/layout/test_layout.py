@@ -135,3 +135,13 @@ def test_the_checks_can_fail():
 def test_modules_are_small():
     big = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not big, f"modules over {MAX_LINES} lines (split by responsibility): {big}"
+
+
+def test_every_package_directory_ships():
+    # setuptools ships only the packages pyproject lists; a new folder left out of the list
+    # works from the repo and is missing from the wheel (as reclaunch.runtime once was).
+    import tomllib
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    dirs = {".".join(p.parent.relative_to(ROOT).parts) for top in ("reclaunch", "stacks")
+            for p in (ROOT / top).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert dirs - listed == set(), f"add to [tool.setuptools] packages: {sorted(dirs - listed)}"

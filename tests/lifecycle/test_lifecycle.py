@@ -55,7 +55,7 @@ def test_declined_confirmation_creates_nothing(world, plan):
 
 
 def test_budget_refusal_and_force(world, plan):
-    cheap = with_spec(plan, budget=plan.spec.budget.model_copy(update={"max_usd": 1.0}))
+    cheap = with_spec(plan, budget=plan.spec.budget.model_copy(update={"max_usd": 0.01}))
     with pytest.raises(PlanError, match="refusing to start.*budget"):
         lifecycle.up(cheap, world.env(), yes=True)
     assert not world.cloud.created

@@ -49,7 +49,7 @@ def normalised(objs) -> str:
             plan = json.loads(o["data"]["plan.json"])
             plan.pop("warnings", None)
             plan.get("cost", {}).pop("stale", None)
-            o = {**o, "data": {"plan.json": json.dumps(plan, indent=1, sort_keys=True)}}
+            o = {**o, "data": {**o["data"], "plan.json": json.dumps(plan, indent=1, sort_keys=True)}}
         out.append(o)
     return to_yaml(out)
 
@@ -132,11 +132,42 @@ def test_spot_is_elastic_workers_only() -> None:
     job = job_of(render(plan_for("aws-deepfm-p4d")))
     assert set(job["spec"]["pytorchReplicaSpecs"]) == {"Worker"}
     ep = job["spec"]["elasticPolicy"]
-    assert (ep["rdzvBackend"], ep["minReplicas"], ep["maxReplicas"]) == ("c10d", 2, 4)
+    # Model parallel (sharded tables): the world size stays fixed, min = max = nodes.
+    plan = plan_for("aws-deepfm-p4d")
+    assert plan.memory.parallelism == "model"
+    assert (ep["rdzvBackend"], ep["minReplicas"], ep["maxReplicas"]) == ("c10d", 4, 4)
+    assert any("world size fixed" in line for line in plan.sharding.explanation)
     env = env_of(container(job))
     assert env["CHECKPOINT_DIR"] == "/data/ckpt"
     assert job["spec"]["runPolicy"]["activeDeadlineSeconds"] > 0
     assert job["metadata"]["labels"]["reclaunch-cluster"] == "criteo-deepfm"
+
+
+def test_data_parallel_spot_job_stays_elastic() -> None:
+    plan = plan_for("aws-deepfm-p4d", ("  preset: deepfm\n", "  preset: deepfm\n  sharding: data\n"))
+    ep = job_of(render(plan))["spec"]["elasticPolicy"]
+    assert (ep["minReplicas"], ep["maxReplicas"]) == (2, 4)
+
+
+def test_sharding_reaches_the_job_and_the_configmap() -> None:
+    plan = plan_for("aws-deepfm-p4d")
+    objs = render(plan)
+    env = env_of(container(job_of(objs)))
+    got = json.loads(env["RECLAUNCH_SHARDING"])
+    assert " " not in env["RECLAUNCH_SHARDING"]                # compact JSON
+    assert set(got) == {"version", "world_size", "engine", "tables"}
+    assert (got["version"], got["world_size"], got["engine"]) == (1, 32, "torchrec")
+    cm = next(o for o in objs if o["kind"] == "ConfigMap")
+    assert json.loads(cm["data"]["sharding.json"]) == got
+    keys = {"name", "rows", "dim", "pooling_factor", "feature", "sequence", "sharding_type",
+            "compute_kernel", "ranks"}
+    for t in got["tables"]:
+        assert set(t) == keys
+        assert t["sharding_type"] in ("data_parallel", "table_wise", "row_wise", "column_wise",
+                                      "table_row_wise")
+        assert t["compute_kernel"] == ("dense" if t["sharding_type"] == "data_parallel" else "fused")
+        assert all(0 <= r < 32 for r in t["ranks"])
+    assert [t["name"] for t in got["tables"]] == ["user_id", "item_id", "category", "city"]
 
 
 def test_on_demand_is_master_plus_workers() -> None:
@@ -153,7 +184,11 @@ def test_size_does_not_grow_with_nodes() -> None:
     big_plan = plan_for("gcp-dcnv2-a3mega", ("nodes: 8", "nodes: 1000"))
     big = to_yaml(render(big_plan))
     assert len(render(big_plan)) == len(render(plan_for("gcp-dcnv2-a3mega")))
-    assert abs(len(big) - len(small)) < 400  # replica counts and the plan's numbers only
+    # Replica counts and the plan's numbers change, and so does the sharding the planner picks
+    # for 8000 GPUs (more tables table-row-wise), but nothing is listed per node or per rank.
+    assert abs(len(big) - len(small)) < 0.1 * len(small)
+    cm = next(o for o in render(big_plan) if o["kind"] == "ConfigMap")
+    assert len(json.loads(cm["data"]["plan.json"])["sharding"]["per_rank"]) == 2
 
 
 def test_render_cli_stdout_and_out_dir(tmp_path: Path) -> None:

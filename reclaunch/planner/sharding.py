@@ -1,0 +1,333 @@
+"""Per-table sharding chosen by modeled step time, the way TorchRec's planner does it.
+
+    options (shard_cost.py)  every executable sharding type per table, with per-shard time
+                             and memory (TorchRec's estimator formulas, our hardware figures)
+    propose                  each table's cheapest option by rank-seconds (TorchRec's greedy
+                             proposer), plus every all-one-type plan (its uniform proposer)
+    partition                largest shard first onto the least-loaded rank that has the
+                             memory for it (TorchRec's GreedyPerfPartitioner)
+    improve                  re-shard the tables on the slowest rank while the step gets faster
+
+The step a plan is rated by is the slowest rank's embedding work (lookups + the all-to-all
+it sends or receives) plus the dense compute, the all-reduce overlap does not hide
+(dense gradients + data-parallel tables), fixed overhead and collective latencies.
+`model.sharding` / a table's `sharding` pin the type; the ranks are still planned.
+"""
+
+from __future__ import annotations
+
+import heapq
+from functools import lru_cache
+from dataclasses import dataclass, field
+
+from reclaunch.planner.constants import constants
+from reclaunch.planner.shard_cost import Ctx, Option, options
+from reclaunch.planner.perf import hierarchical_allreduce_seconds
+
+KINDS = ("data_parallel", "table_wise", "row_wise", "column_wise", "table_row_wise")
+PIN = {"data": "data_parallel", "table_wise": "table_wise", "row_wise": "row_wise",
+       "column_wise": "column_wise", "table_row_wise": "table_row_wise"}
+
+
+@dataclass(frozen=True)
+class StepCtx:
+    """The non-embedding part of the step a sharding plan is rated against."""
+
+    dense_s: float
+    dense_bwd_s: float
+    dense_ar_bytes: float
+    overlap: float
+    overhead_s: float
+    grad_accum: int
+    latency_s: float              # per collective
+
+
+@dataclass(frozen=True)
+class TableIn:
+    name: str
+    rows: int
+    dim: int
+    pooling_factor: float
+    sequence: bool
+    pin: str | None
+
+
+@dataclass
+class Eval:
+    overflow: float
+    total: float
+    comp: list[float] = field(default_factory=list)
+    comm: list[float] = field(default_factory=list)
+    mem: list[float] = field(default_factory=list)
+    ranks: list[list[int]] = field(default_factory=list)
+    critical: int = 0
+    ar_s: float = 0.0
+    exposed_ar_s: float = 0.0
+    latency_s: float = 0.0
+    dp_bytes: float = 0.0
+    send: list[float] = field(default_factory=list)    # seconds each rank sends (uniform incl.)
+    recv: float = 0.0                                   # pooled bytes each rank receives
+    kinds: dict[str, int] = field(default_factory=dict)  # non-DP sharding groups in use
+
+    @property
+    def key(self) -> tuple[float, float]:
+        return (self.overflow, self.total)
+
+
+def _place(ctx: Ctx, opts: list[Option], budget_left: float, by_mem: bool,
+           fixed: dict[int, list[int]] | None = None):
+    """Greedy partition of rank- and node-scoped shards -> (comp, send, mem, ranks).
+    `fixed`: option index -> ranks already decided (rating someone else's plan)."""
+    W, G = ctx.world, ctx.gpus_per_node
+    comp, send, mem = [0.0] * W, [0.0] * W, [0.0] * W
+    ranks: dict[int, list[int]] = {}
+    if fixed:
+        for i, rs in fixed.items():
+            o = opts[i]
+            if o.scope == "all":
+                continue
+            ranks[o.table] = list(rs)
+            for r in rs:
+                comp[r] += o.compute_s
+                send[r] += o.send_s
+                mem[r] += o.mem
+        opts = [o for i, o in enumerate(opts) if i not in fixed]
+    # Node-scoped shards go first, so every rank of a node carries the same load then.
+    nodes = [o for o in opts if o.scope == "node"]
+    if nodes:
+        nheap = [(comp[n * G] + send[n * G], n) for n in range(ctx.nodes)]
+        n_mem = [mem[n * G] for n in range(ctx.nodes)]
+        for o in sorted(nodes, key=lambda o: -(o.mem if by_mem else o.piece_s)):
+            skipped, best = [], None
+            while nheap:
+                item = heapq.heappop(nheap)
+                if n_mem[item[1]] + o.mem <= budget_left:
+                    best = item
+                    break
+                skipped.append(item)
+            if best is None:                               # nowhere fits: least memory
+                best = min(skipped, key=lambda it: (n_mem[it[1]], it[1]))
+                skipped.remove(best)
+            for item in skipped:
+                heapq.heappush(nheap, item)
+            n = best[1]
+            n_mem[n] += o.mem
+            heapq.heappush(nheap, (best[0] + o.piece_s, n))
+            ranks[o.table] = list(range(n * G, (n + 1) * G))
+            for r in ranks[o.table]:
+                comp[r] += o.compute_s
+                send[r] += o.send_s
+                mem[r] += o.mem
+    pieces = [o for o in opts if o.scope == "rank"]
+    pieces.sort(key=lambda o: (-(o.mem if by_mem else o.piece_s), o.table))
+    heap = [(comp[r] + send[r], r) for r in range(W)]
+    heapq.heapify(heap)
+    for o in pieces:
+        got: list[int] = []
+        skipped = []
+        while len(got) < o.pieces and heap:
+            load, r = heapq.heappop(heap)
+            if load != comp[r] + send[r]:
+                continue                                   # stale entry
+            if mem[r] + o.mem > budget_left and len(skipped) + len(got) < W:
+                skipped.append((load, r))
+                continue
+            got.append(r)
+        for item in skipped:
+            heapq.heappush(heap, item)
+        if len(got) < o.pieces:                            # nowhere fits: least memory
+            free = sorted((r for r in range(W) if r not in got), key=lambda r: (mem[r], r))
+            for r in free[:o.pieces - len(got)]:
+                got.append(r)
+        for r in got:
+            comp[r] += o.compute_s
+            send[r] += o.send_s
+            mem[r] += o.mem
+            heapq.heappush(heap, (comp[r] + send[r], r))
+        ranks[o.table] = sorted(got) if o.kind == "column_wise" else got
+    return comp, send, mem, ranks
+
+
+def evaluate(ctx: Ctx, sc: StepCtx, opts: list[Option],
+             fixed: dict[int, list[int]] | None = None) -> Eval:
+    W, G = ctx.world, ctx.gpus_per_node
+    u_comp = u_send = u_mem = recv = dp_bytes = 0.0
+    kinds: dict[str, int] = {}
+    for o in opts:
+        recv += o.recv_bytes
+        if o.kind != "data_parallel":
+            kinds[o.kind] = kinds.get(o.kind, 0) + 1
+        if o.scope == "all":
+            u_comp += o.compute_s + o.dp_opt_s
+            u_send += o.send_s
+            u_mem += o.mem
+            dp_bytes += o.dp_bytes
+    best = None
+    budget = ctx.budget
+    for by_mem in (False, True):
+        comp, send, mem, ranks = _place(ctx, opts, budget - u_mem, by_mem, fixed)
+        over = sum(m + u_mem - budget for m in mem if m + u_mem > budget)
+        if best is None or over < best[0]:
+            best = (over, comp, send, mem, ranks)
+        if over <= 0:
+            break
+    over, comp, send, mem, ranks = best
+    recv_s = _recv_seconds(ctx, recv)
+    comp = [c + u_comp for c in comp]
+    send = [x + u_send for x in send]
+    comm = [x if x > recv_s else recv_s for x in send]
+    mem = [m + u_mem for m in mem]
+    loads = [a + b for a, b in zip(comp, comm)]
+    crit = loads.index(max(loads))
+    ar, exposed = _allreduce(ctx, sc, dp_bytes)
+    lat = _latency(ctx, sc, kinds)
+    total = comp[crit] + comm[crit] + sc.dense_s + exposed + sc.overhead_s + lat
+    rank_lists = [ranks.get(o.table, list(range(W)) if o.scope == "all" else [])
+                  for o in opts]
+    return Eval(over, total, comp, comm, mem, rank_lists, crit, ar, exposed, lat, dp_bytes,
+                send, recv, kinds)
+
+
+def _recv_seconds(ctx: Ctx, recv: float) -> float:
+    """Forward + backward seconds for the pooled outputs every rank receives."""
+    W, G = ctx.world, ctx.gpus_per_node
+    if W <= 1 or not recv:
+        return 0.0
+    rs = 0.0
+    if G > 1:
+        rs += (G - 1) / W / (ctx.intra_gbs * ctx.a2a_eff_intra)
+    if W > G:
+        rs += (W - G) / W / (ctx.inter_gbs / G * ctx.a2a_eff_inter)
+    return 2.0 * recv * rs / 1e9
+
+
+def _allreduce(ctx: Ctx, sc: StepCtx, dp_bytes: float) -> tuple[float, float]:
+    """(all-reduce seconds, the part dense backward does not hide)."""
+    ar = hierarchical_allreduce_seconds(sc.dense_ar_bytes + dp_bytes, ctx.gpus_per_node,
+                                        ctx.nodes, ctx.intra_gbs, ctx.inter_gbs) / sc.grad_accum
+    return ar, ar - min(ar, sc.dense_bwd_s * sc.overlap)
+
+
+def _latency(ctx: Ctx, sc: StepCtx, kinds: dict[str, int]) -> float:
+    n = sum(1 for v in kinds.values() if v > 0)
+    return n * constants()["sharding"]["collectives_per_group"] * sc.latency_s if ctx.world > 1 else 0.0
+
+
+def _quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Option) -> float:
+    """Step time if table i alone moved to `alt`, the others staying where they are (memory
+    not checked): a cheap screen before a full re-partition confirms a move."""
+    W, G = ctx.world, ctx.gpus_per_node
+    old = cur[i]
+    comp, send = list(ev.comp), list(ev.send)
+    for r in (range(W) if old.scope == "all" else ev.ranks[i]):
+        comp[r] -= old.compute_s + old.dp_opt_s
+        send[r] -= old.send_s
+    if alt.scope == "all":
+        targets = range(W)
+    else:
+        loads = [a + b for a, b in zip(comp, send)]
+        if alt.scope == "node":
+            n = min(range(ctx.nodes), key=lambda n: max(loads[n * G:(n + 1) * G]))
+            targets = range(n * G, (n + 1) * G)
+        else:
+            targets = heapq.nsmallest(alt.pieces, range(W), key=loads.__getitem__)
+    for r in targets:
+        comp[r] += alt.compute_s + alt.dp_opt_s
+        send[r] += alt.send_s
+    recv_s = _recv_seconds(ctx, ev.recv - old.recv_bytes + alt.recv_bytes)
+    _, exposed = _allreduce(ctx, sc, ev.dp_bytes - old.dp_bytes + alt.dp_bytes)
+    kinds = dict(ev.kinds)
+    for o, d in ((old, -1), (alt, 1)):
+        if o.kind != "data_parallel":
+            kinds[o.kind] = kinds.get(o.kind, 0) + d
+    load = max(c + (x if x > recv_s else recv_s) for c, x in zip(comp, send))
+    return load + sc.dense_s + exposed + sc.overhead_s + _latency(ctx, sc, kinds)
+
+
+def table_options(ctx: Ctx, tables: list[TableIn], pin_all: str | None) -> list[list[Option]]:
+    supported = tuple(constants()["sharding"]["supported"][ctx.device])
+    out = []
+    for i, t in enumerate(tables):
+        want = t.pin or pin_all
+        kinds = (want,) if want else supported
+        opts = options(ctx, i, t.rows, t.dim, t.pooling_factor, t.sequence, kinds)
+        if not opts:          # e.g. column_wise of an odd dim: fall back to the closest thing
+            opts = options(ctx, i, t.rows, t.dim, t.pooling_factor, t.sequence, ("table_wise",))
+        fit = [o for o in opts if o.mem <= ctx.budget]
+        out.append(fit or [min(opts, key=lambda o: o.mem)])
+    return out
+
+
+def search(ctx: Ctx, sc: StepCtx, tables: list[TableIn], pin_all: str | None = None):
+    """-> (chosen options, its Eval, {uniform type: Eval}) minimising (overflow, step).
+
+    Cached: `compare` plans the same model on the same GPU and fabric in many regions."""
+    return _search(ctx, sc, tuple(tables), pin_all)
+
+
+@lru_cache(maxsize=256)
+def _search(ctx: Ctx, sc: StepCtx, tables: tuple[TableIn, ...], pin_all: str | None):
+    per_table = table_options(ctx, tables, pin_all)
+    W = ctx.world
+    greedy = [min(opts, key=lambda o: o.work(W)) for opts in per_table]
+    # Balanced seed: the cheapest option whose shard is no heavier than an even share of the
+    # cluster's work, so a hot table is split and a tiny one stays cheap (data parallel).
+    share = sum(o.work(W) for o in greedy) / W
+    balanced = []
+    for opts in per_table:
+        light = [o for o in opts if o.piece_s + o.dp_opt_s <= share]
+        balanced.append(min(light, key=lambda o: o.work(W)) if light
+                        else min(opts, key=lambda o: o.piece_s + o.dp_opt_s))
+    seeds = [greedy] + ([balanced] if balanced != greedy else [])
+    uniform: dict[str, Eval] = {}
+    for kind in KINDS:
+        plan = []
+        for opts in per_table:
+            same = [o for o in opts if o.kind == kind]
+            if not same:
+                break
+            plan.append(min(same, key=lambda o: o.work(W)))
+        else:
+            if plan != greedy:
+                seeds.append(plan)
+            uniform[kind] = plan
+    evals = [(evaluate(ctx, sc, s), s) for s in seeds]
+    uniform_ev = {k: next(e for e, s in evals if s == p) for k, p in uniform.items()}
+    # Improve the two best starts (a uniform plan and a mixed one often lead different ways).
+    evals.sort(key=lambda x: x[0].key)
+    first = evals[0][0]
+    starts = [evals[0]] + [x for x in evals[1:2]
+                           if x[0].overflow <= first.overflow and x[0].total < 1.25 * first.total]
+    results = [_improve(ctx, sc, per_table, list(s), e) for e, s in starts]
+    best, best_ev = min(results, key=lambda x: x[1].key)
+    return best, best_ev, uniform_ev
+
+
+def _improve(ctx, sc, per_table, cur: list[Option], ev: Eval):
+    rounds = constants()["sharding"]["max_improvement_rounds"]
+    for _ in range(rounds):
+        crit = ev.critical
+        # Tables that load the slowest rank, the heaviest first; data-parallel and row-wise
+        # tables load every rank (and the all-reduce), so they are always candidates.
+        cands = [i for i, o in enumerate(cur) if crit in ev.ranks[i] or o.scope == "all"]
+        cands.sort(key=lambda i: -(cur[i].piece_s + cur[i].dp_opt_s + cur[i].dp_bytes / 1e11))
+        moved = False
+        for i in cands[:4]:
+            trial_best = None
+            for alt in per_table[i]:
+                if alt is cur[i]:
+                    continue
+                if ev.overflow <= 0 and _quick(ctx, sc, cur, ev, i, alt) >= ev.total * 0.995:
+                    continue
+                trial = cur[:i] + [alt] + cur[i + 1:]
+                e = evaluate(ctx, sc, trial)
+                if e.key < ev.key and (e.overflow < ev.overflow or e.total < ev.total * 0.995):
+                    if trial_best is None or e.key < trial_best[0].key:
+                        trial_best = (e, trial)
+            if trial_best is not None:
+                ev, cur = trial_best
+                moved = True
+                break
+        if not moved:
+            break
+    return cur, ev

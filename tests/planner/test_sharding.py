@@ -1,0 +1,131 @@
+"""Per-table sharding by modeled step time (issue 14): choice, pins, targets, contract."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from planner_helpers import make_spec
+from reclaunch.catalog import bundled_catalog
+from reclaunch.errors import SpecError
+from reclaunch.manifests.env import job_env
+from reclaunch.planner import make_plan
+from reclaunch.planner.core import rate_sharding
+from reclaunch.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+KINDS = {"data_parallel", "table_wise", "row_wise", "column_wise", "table_row_wise"}
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_never_picks_a_plan_it_says_is_slower(path):
+    plan = make_plan(load_spec(path), bundled_catalog())
+    sh = plan.sharding
+    total = plan.step.total_seconds
+    for kind, alt in sh.alternatives.items():
+        assert alt is None or total <= alt * (1 + 1e-9), (kind, alt, total)
+    assert not any("would be" in w and "faster" in w for w in plan.warnings)
+    assert {t.sharding_type for t in sh.tables} <= KINDS
+    assert plan.memory.parallelism == ("model" if sh.model_parallel else "data")
+    # per-rank predictions add up to what the tables say they hold
+    held = sum(r.memory_bytes for r in sh.per_rank)
+    want = sum(t.memory_bytes_per_rank * (len(t.ranks) or plan.world_size) for t in sh.tables)
+    assert held == pytest.approx(want, rel=1e-9)
+    assert any("rule of thumb" in line for line in sh.explanation)
+    assert any("stand on" in line for line in sh.explanation)
+
+
+def test_deepfm_p4d_shards_its_tables_and_says_why():
+    from reclaunch.ui.plan import render_plan
+
+    plan = make_plan(load_spec(ROOT / "examples/aws-deepfm-p4d.yaml"), bundled_catalog())
+    assert plan.memory.parallelism == "model"
+    text = render_plan(plan, width=160)
+    assert "sharding per table" in text and "predicted per rank" in text and "(slowest)" in text
+    assert "item_id" in text and "rule of thumb" in text
+    # all-reducing 1.45 GiB of table gradients over EFA every step is the slow plan
+    assert plan.sharding.alternatives["data_parallel"] > 10 * plan.step.total_seconds
+    assert plan.step.allreduce_seconds < 0.5 * plan.step.total_seconds
+
+
+def test_local_example_is_table_wise_over_its_two_ranks():
+    plan = make_plan(load_spec(ROOT / "examples/local-deepfm.yaml"), bundled_catalog())
+    types = {t.sharding_type for t in plan.sharding.tables}
+    assert types == {"table_wise"}
+    assert {r for t in plan.sharding.tables for r in t.ranks} == {0, 1}
+    assert plan.sharding.stands_on["supported"] == ["data_parallel", "table_wise"]
+    assert plan.min_nodes == plan.max_nodes == 2            # sharded: world size fixed
+
+
+def test_cpu_target_never_plans_what_gloo_cannot_run():
+    spec = make_spec(cloud="local", region=None, instance_type=None, nodes=2, gpus_per_node=2,
+                     model={"tables": [{"name": "huge", "rows": 5e8}, {"name": "s", "rows": 10}]},
+                     job={"batch_size": 256, "precision": "fp32"})
+    plan = make_plan(spec, bundled_catalog())
+    assert {t.sharding_type for t in plan.sharding.tables} <= {"data_parallel", "table_wise"}
+
+
+def test_pin_the_target_cannot_run_is_bad_input():
+    spec = make_spec(cloud="local", region=None, instance_type=None, nodes=2, gpus_per_node=1,
+                     model={"sharding": "row_wise"}, job={"batch_size": 256, "precision": "fp32"})
+    with pytest.raises(SpecError) as e:
+        make_plan(spec, bundled_catalog())
+    assert e.value.exit_code == 2 and "row_wise cannot run" in str(e.value)
+
+
+def test_pins_are_kept_and_ranks_still_planned():
+    tables = [{"name": "user_id", "rows": 1e6, "sharding": "row_wise"},
+              {"name": "item_id", "rows": 5e6}, {"name": "tiny", "rows": 10, "sharding": "table_wise"}]
+    plan = make_plan(make_spec(model={"tables": tables}), bundled_catalog())
+    t = {x.name: x for x in plan.sharding.tables}
+    assert t["user_id"].sharding_type == "row_wise" and t["user_id"].pinned
+    assert t["user_id"].ranks == list(range(8))
+    assert t["tiny"].sharding_type == "table_wise" and len(t["tiny"].ranks) == 1
+    assert not t["item_id"].pinned
+    allp = make_plan(make_spec(model={"sharding": "data"}), bundled_catalog())
+    assert {x.sharding_type for x in allp.sharding.tables} == {"data_parallel"}
+    assert all(x.compute_kernel == "dense" and x.ranks == [] for x in allp.sharding.tables)
+
+
+def test_tiny_tables_stay_data_parallel_and_hot_ones_are_split():
+    # DLRM one-hot on 2 x 8 H100: 3- to 155-row tables are cheaper replicated than sent.
+    plan = make_plan(load_spec(ROOT / "examples/aws-auto-h100.yaml"), bundled_catalog())
+    t = {x.name: x for x in plan.sharding.tables}
+    assert all(t[n].sharding_type == "data_parallel" for n in ("cat_5", "cat_12", "cat_16"))
+    big = t["cat_0"]
+    assert big.sharding_type != "data_parallel"
+
+
+def test_rating_a_given_plan_agrees_with_the_plan():
+    spec = load_spec(ROOT / "examples/aws-deepfm-p4d.yaml")
+    cat = bundled_catalog()
+    plan = make_plan(spec, cat)
+    mine = [(t.sharding_type, t.ranks, len(t.ranks) or plan.world_size) for t in plan.sharding.tables]
+    assert rate_sharding(spec, mine, cat, plan.offer, plan.nodes).total == \
+        pytest.approx(plan.step.total_seconds, rel=1e-9)
+    dp = [("data_parallel", [], plan.world_size)] * len(mine)
+    assert rate_sharding(spec, dp, cat, plan.offer, plan.nodes).total == \
+        pytest.approx(plan.sharding.alternatives["data_parallel"], rel=1e-9)
+
+
+def test_din_behaviour_sequence_is_marked():
+    plan = make_plan(load_spec(ROOT / "examples/azure-din-nd96amsr.yaml"), bundled_catalog())
+    seq = {t.name for t in plan.sharding.tables if t.sequence}
+    assert seq == {"item_id", "category_id"}                 # pooling_factor 50: the history
+
+
+def test_env_carries_the_contract():
+    plan = make_plan(load_spec(ROOT / "examples/local-deepfm.yaml"), bundled_catalog())
+    got = json.loads(job_env(plan)["RECLAUNCH_SHARDING"])
+    assert got == plan.sharding.contract()
+    assert got["world_size"] == 2 and got["engine"] == "torchrec" and got["version"] == 1
+    assert [t["feature"] for t in got["tables"]] == ["user_id", "item_id", "category"]
+
+
+def test_a_pin_this_cluster_cannot_build_falls_back_and_says_so():
+    # table_row_wise needs several nodes; make_spec is one node of 8 GPUs
+    tables = [{"name": "user_id", "rows": 1e6, "sharding": "table_row_wise"}]
+    plan = make_plan(make_spec(model={"tables": tables}), bundled_catalog())
+    assert plan.sharding.tables[0].sharding_type == "table_wise"
+    assert any("table_row_wise cannot be built" in line for line in plan.sharding.explanation)
