@@ -1,1 +1,3 @@
 """GKE with A3 multi-network GPU node pools."""
+
+from stacks.gcp.pools import job_placement, node_pools  # noqa: F401  (contract 3: pure)
