@@ -24,6 +24,25 @@ RUNS_HERE: tuple[str, ...] = ("local",)
 # Kinds whose capacity must be given (the rest are elastic or already exist).
 SIZED_STORAGE = ("fsx-lustre", "azure-lustre", "azure-files", "filestore", "pvc")
 
+# Reserved-capacity kinds each cloud sells, and what their names look like (data, not branches).
+RESERVATION_KINDS: dict[str, tuple[str, ...]] = {
+    "aws": ("odcr", "capacity-block"), "azure": ("azure-crg",), "gcp": ("gcp-reservation",),
+    "local": (),
+}
+_GCP_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+RESERVATION_ID: dict[str, tuple[str, str]] = {   # kind -> (regex, example)
+    "odcr": (r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),
+    "capacity-block": (r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),
+    "gcp-reservation": (rf"{_GCP_NAME}|projects/[a-z][-a-z0-9]{{4,28}}[a-z0-9]/reservations/{_GCP_NAME}",
+                        "my-h100-reservation"),
+    "azure-crg": (r"/subscriptions/[^/]+/resourceGroups/[^/]+/providers/"
+                  r"Microsoft\.Compute/capacityReservationGroups/[^/]+",
+                  "/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Compute/"
+                  "capacityReservationGroups/<name>"),
+}
+# Where `security.encryption_at_host` means something (the others always encrypt at the host).
+ENCRYPTION_AT_HOST_CLOUDS: tuple[str, ...] = ("azure",)
+
 Problem = tuple[tuple[str | int, ...], str]
 
 
@@ -60,6 +79,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         # The stack mounts an existing CephFS through ceph-csi; it cannot create one.
         out.append((("storage", "existing"), "required for storage kind cephfs: "
                     "'<clusterID>/<fsName>' of the existing file system"))
+    out += _capacity_rules(s)
     if s.cloud in RUNS_HERE:
         for field in ("region", "instance_type", "gpu"):
             if getattr(s, field):
@@ -128,3 +148,29 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
     return out
 
 
+
+
+def _capacity_rules(s: "Spec") -> list[Problem]:
+    out: list[Problem] = []
+    if s.security.encryption_at_host and s.cloud not in ENCRYPTION_AT_HOST_CLOUDS:
+        out.append((("security", "encryption_at_host"), f"only for cloud: "
+                    f"{', '.join(ENCRYPTION_AT_HOST_CLOUDS)}; {s.cloud} encrypts host disks already"))
+    cap = s.capacity
+    if cap is None:
+        return out
+    kinds = RESERVATION_KINDS.get(s.cloud, ())
+    if cap.kind not in kinds:
+        out.append((("capacity", "kind"), f"{cap.kind!r} is not sold on {s.cloud}" +
+                    (f"; use {' or '.join(kinds)}" if kinds else "; remove capacity")))
+        return out
+    pattern, example = RESERVATION_ID[cap.kind]
+    if not re.fullmatch(pattern, cap.reservation):
+        out.append((("capacity", "reservation"), f"{cap.reservation!r} is not a {cap.kind} "
+                    f"reservation (e.g. {example})"))
+    if s.spot.enabled:
+        out.append((("spot", "enabled"), "a capacity reservation is on-demand capacity bought "
+                    "ahead; set spot.enabled: false or remove capacity"))
+    if cap.kind == "capacity-block" and s.autoscaling and s.autoscaling.max_nodes > s.nodes:
+        out.append((("autoscaling", "max_nodes"), "a Capacity Block holds a fixed number of "
+                    "instances; max_nodes cannot exceed nodes"))
+    return out

@@ -145,6 +145,21 @@ def fabric_kind(plan: "Plan") -> str:
     return get_profile(plan.fabric).fabric
 
 
+def api_cidrs(plan: "Plan") -> list[str]:
+    """Who may reach the Kubernetes API from outside the network: `security.api_cidrs`, else
+    the `reclaunch:apiCidrs` stack config `up` sets to the address it runs from. [] means
+    nobody (private endpoint only; what a preview with neither shows)."""
+    if plan.spec.security.api_cidrs:
+        return list(plan.spec.security.api_cidrs)
+    try:
+        import pulumi
+
+        found = pulumi.Config("reclaunch").get_object("apiCidrs")
+    except Exception:  # noqa: BLE001 - outside an engine run there is no config
+        found = None
+    return [str(x) for x in found or []]
+
+
 def spot_max_price(plan: "Plan") -> float | None:
     return plan.spec.spot.max_price if plan.spot else None
 
