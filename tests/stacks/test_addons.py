@@ -127,3 +127,28 @@ def test_tolerates_follows_kubernetes():
     assert not c.tolerates({"key": "k", "operator": "Equal", "value": "w"}, taint)
     assert not c.tolerates({"key": "k", "operator": "Exists", "effect": "NoExecute"}, taint)
     assert not c.tolerates({"key": "j", "operator": "Exists"}, taint)
+
+
+def test_manual_prerequisites_name_what_a_person_must_do():
+    import dataclasses
+
+    from stacks import manual_prerequisites, node_pools
+
+    azure = make_plan("azure")
+    lines = manual_prerequisites(azure)
+    assert any("AKSInfinibandSupport" in ln for ln in lines)
+    assert not any("EncryptionAtHost" in ln for ln in lines)
+    spec = azure.spec.model_copy(update={"security": azure.spec.security.model_copy(
+        update={"encryption_at_host": True})})
+    assert any("EncryptionAtHost" in ln for ln in
+               manual_prerequisites(dataclasses.replace(azure, spec=spec)))
+    aws = make_plan("aws-p5")
+    assert any("L-417A185B" in ln for ln in manual_prerequisites(aws))
+    from reclaunch.spec import Capacity
+    spec = aws.spec.model_copy(update={"capacity": Capacity(
+        reservation="cr-0123456789abcdef0", kind="capacity-block")})
+    block = manual_prerequisites(dataclasses.replace(aws, spec=spec, spot=False))
+    assert any("Capacity Block cr-0123456789abcdef0" in ln and "cannot buy" in ln for ln in block)
+    assert any("GPUS_ALL_REGIONS" in ln for ln in manual_prerequisites(make_plan("gcp")))
+    local = dataclasses.replace(aws, cloud="local")
+    assert manual_prerequisites(local) == [] and node_pools(local) == []
