@@ -32,9 +32,16 @@ def public_ip(fetch: Callable[[str], str] | None = None, timeout: float = 5.0) -
 
 
 def access_config(plan: "Plan", fetch: Callable[[str], str] | None = None) -> dict[str, str]:
-    """{"reclaunch:apiCidrs": '["<ip>/32"]'} when the spec names no CIDRs; {} otherwise or
-    when the address is unknown (the program then keeps the endpoint private)."""
+    """{"reclaunch:apiCidrs": '["<ip>/32"]'} when the spec names no CIDRs, {} when it does.
+    An unknown address stops `up` before anything is created: a cluster whose API this
+    machine cannot reach would hang on its first Kubernetes resource."""
+    from reclaunch.errors import ProviderError
+
     if plan.spec.security.api_cidrs:
         return {}
     ip = public_ip(fetch)
-    return {"reclaunch:apiCidrs": json.dumps([f"{ip}/32"])} if ip else {}
+    if not ip:
+        raise ProviderError(f"cannot learn this machine's public address ({CHECKIP_URL}) to "
+                            "allow it to the cluster API",
+                            hint="set security.api_cidrs in the spec (e.g. [203.0.113.7/32])")
+    return {"reclaunch:apiCidrs": json.dumps([f"{ip}/32"])}

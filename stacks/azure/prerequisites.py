@@ -16,6 +16,8 @@ def manual_prerequisites(plan: "Plan") -> list[str]:
     out = [f"vCPU quota: the {plan.instance_type} family must allow {vcpus} vCPUs in "
            f"{plan.region}" + (" and 'Total Regional Spot vCPUs' as many" if plan.spot else "")
            + " (Portal > Quotas > Compute; `az vm list-usage -l " + f"{plan.region}`)",
+           "tools: `az` logged in and `kubelogin` on PATH (`az aks install-cli`): the "
+           "kubeconfig logs in with `kubelogin get-token --login azurecli`",
            "RBAC: the identity running `up` must be able to create role assignments (Owner, "
            "User Access Administrator or Role Based Access Control Administrator on the "
            "subscription): it grants itself AKS RBAC Cluster Admin and the cluster identity "

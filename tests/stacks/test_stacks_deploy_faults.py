@@ -94,11 +94,13 @@ def test_caller_address_becomes_the_api_allow_list():
     plan = make_plan("aws")
     assert access_config(plan, fetch=lambda url: "203.0.113.7\n") == {
         "reclaunch:apiCidrs": '["203.0.113.7/32"]'}
-    assert access_config(plan, fetch=lambda url: "<html>") == {}
+    from reclaunch.errors import ProviderError
 
     def boom(url):
         raise OSError("offline")
-    assert access_config(plan, fetch=boom) == {}
+    for bad in (lambda url: "<html>", boom):
+        with pytest.raises(ProviderError, match="security.api_cidrs"):
+            access_config(plan, fetch=bad)
     spec = plan.spec.model_copy(update={"security": plan.spec.security.model_copy(
         update={"api_cidrs": ["198.51.100.0/24"]})})
     assert access_config(dataclasses.replace(plan, spec=spec), fetch=boom) == {}
