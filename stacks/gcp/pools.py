@@ -9,10 +9,11 @@ GKE's own device plugin needs, cmd/nvidia_gpu/device-plugin.yaml), on Spot pools
 `cloud.google.com/gke-spot=true` (no taint unless one is asked for).
 
 Spot preference: with a spot and an on-demand pool, a custom ComputeClass names them in
-priority order. GKE's "manually created node pools" rule for a ComputeClass: the pool carries
-the label `cloud.google.com/compute-class=<class>` and the taint of the same key
-(NoSchedule); pods select the class with a nodeSelector on that label (GKE adds the matching
-toleration to such pods). Pool order alone means nothing to the GKE autoscaler.
+priority order (pool order alone means nothing to the GKE autoscaler). GKE's "manually
+created node pools" page labels such pools `cloud.google.com/compute-class=<class>` and also
+taints them with that key; we set the label and leave the taint out: the GPU taint already
+keeps other pods off, and a pod that does not select the class (see `job_placement`) still
+schedules on either pool instead of on none.
 """
 
 from __future__ import annotations
@@ -68,7 +69,6 @@ def node_pools(plan: "Plan") -> list[c.NodePool]:
             labels["cloud.google.com/gke-spot"] = "true"
         if cls:
             labels[COMPUTE_CLASS_LABEL] = cls
-            taints.append({"key": COMPUTE_CLASS_LABEL, "value": cls, "effect": "NoSchedule"})
         out.append(c.NodePool(
             name=pool.key, role="gpu", instance_type=plan.instance_type, spot=spot,
             labels=labels, taints=taints, min_nodes=pool.min_nodes, max_nodes=pool.max_nodes,
@@ -82,8 +82,5 @@ def job_placement(plan: "Plan") -> dict:
     cls = compute_class(plan)
     if not cls:
         return {"node_selector": {}, "tolerations": []}
-    # Selecting the class is what makes GKE prefer the spot pool; GKE adds the toleration
-    # itself to such pods, listed here so the rendered pod is complete on its own.
-    return {"node_selector": {COMPUTE_CLASS_LABEL: cls},
-            "tolerations": [{"key": COMPUTE_CLASS_LABEL, "operator": "Equal", "value": cls,
-                             "effect": "NoSchedule"}]}
+    # Selecting the class is what makes GKE's autoscaler try the spot pool first.
+    return {"node_selector": {COMPUTE_CLASS_LABEL: cls}, "tolerations": []}
