@@ -287,7 +287,11 @@ def program(plan: "Plan") -> None:
         lt = _launch_template(
             aws, plan, pool.name, tags={**tags, "reclaunch-pool": pool.name},
             instance_type=pool.instance_type, image_id=ami, profile=profile,
-            interfaces=_interfaces(plan, gpu_sgs), placement={"group_name": pg.name},
+            interfaces=_interfaces(plan, gpu_sgs),
+            # A targeted reservation decides where instances land (a Capacity Block sits in
+            # its own UltraCluster; an ODCR used with a placement group must be created in
+            # that group), so ours is added only without one.
+            placement=None if plan.spec.capacity else {"group_name": pg.name},
             user_data=_node_user_data(pulumi, cluster, plan, pool), spot=spot,
             capacity=capacity_options(plan))
         groups[pool.name] = aws.autoscaling.Group(

@@ -164,7 +164,9 @@ def program(plan: "Plan") -> None:
             spot_max_price=(max_price or -1) if pool.spot else None,   # -1: up to on-demand
             capacity_reservation_group_id=cap.reservation if cap else None,
             availability_zones=plan.zones or None, vnet_subnet_id=subnet.id,
-            proximity_placement_group_id=ppg.id, enable_node_public_ip=False,
+            # Capacity reservation groups do not combine with proximity placement groups
+            # (Azure capacity reservation limitations); the reservation places the VMs.
+            proximity_placement_group_id=None if cap else ppg.id, enable_node_public_ip=False,
             enable_encryption_at_host=host_encryption, os_disk_type="Managed",
             os_disk_size_gb=OS_DISK_GIB, kubelet_disk_type="OS", os_sku=OS_SKU,
             node_taints=[c.taint_str(t) for t in pool.taints],

@@ -181,7 +181,8 @@ def program(plan: "Plan") -> None:
             location=plan.region, node_locations=[zone], initial_node_count=pool.desired,
             autoscaling={"total_min_node_count": pool.min_nodes,
                          "total_max_node_count": pool.max_nodes, "location_policy": "ANY"},
-            placement_policy={"type": "COMPACT"},
+            # A specific reservation brings its own placement; COMPACT only without one.
+            placement_policy=None if plan.spec.capacity else {"type": "COMPACT"},
             # Upgrades would reboot training nodes mid-job (Cluster Toolkit
             # modules/compute/gke-node-pool: auto_upgrade default false); repairs still run.
             management={"auto_repair": True, "auto_upgrade": False},

@@ -203,6 +203,7 @@ def test_capacity_block_reaches_the_launch_template():
     assert lt["capacityReservationSpecification"]["capacityReservationTarget"][
         "capacityReservationId"] == "cr-0123456789abcdef0"
     assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert "placement" not in lt        # the block's own placement, not our group
 
 
 def test_gcp_reservation_reaches_the_node_pool():
@@ -262,3 +263,15 @@ def test_planner_prices_the_reservation():
     unpriced = plan_of(parse_spec(text))
     assert unpriced.cost.on_demand_usd_per_hour == unpriced.offer.on_demand_usd * unpriced.nodes
     assert any("priced at the on-demand rate" in w for w in unpriced.warnings)
+
+
+def test_azure_capacity_reservation_group_reaches_the_agent_pool():
+    from reclaunch.preview import preview
+
+    crg = ("/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/"
+           "capacityReservationGroups/nd-crg")
+    plan = _with_capacity("azure", reservation=crg, kind="azure-crg")
+    pool = next(r["inputs"] for r in _of(preview(plan), "azure-native:containerservice:AgentPool")
+                if r["name"].endswith("-gpu"))
+    assert pool["capacityReservationGroupID"] == crg
+    assert "proximityPlacementGroupID" not in pool
