@@ -24,6 +24,11 @@ RUNS_HERE: tuple[str, ...] = ("local",)
 # Kinds whose capacity must be given (the rest are elastic or already exist).
 SIZED_STORAGE = ("fsx-lustre", "azure-lustre", "azure-files", "filestore", "pvc")
 
+# Largest size each sized kind is sold at without a support request (bytes). azure-lustre:
+# the stack's SKU, AMLFS-Durable-Premium-250 (stacks/azure/storage.py AMLFS_SKUS); filestore:
+# the ZONAL tier's 100 TiB (stacks/gcp/program.py). Bigger sizes stop at validate.
+STORAGE_MAX_BYTES: dict[str, int] = {"azure-lustre": 128 * 2**40, "filestore": 100 * 2**40}
+
 # Reserved-capacity kinds each cloud sells, and what their names look like (data, not branches).
 RESERVATION_KINDS: dict[str, tuple[str, ...]] = {
     "aws": ("odcr", "capacity-block"), "azure": ("azure-crg",), "gcp": ("gcp-reservation",),
@@ -75,6 +80,10 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
                     f"choose one of {', '.join(kinds)}"))
     elif s.storage.kind in SIZED_STORAGE and not s.storage.size:
         out.append((("storage", "size"), f"required for storage kind {s.storage.kind} (e.g. 1.2TiB)"))
+    elif s.storage.size and s.storage.size > STORAGE_MAX_BYTES.get(s.storage.kind, s.storage.size):
+        most = STORAGE_MAX_BYTES[s.storage.kind] / 2**40
+        out.append((("storage", "size"), f"{s.storage.size / 2**40:g} TiB is over the {most:g} "
+                    f"TiB {s.storage.kind} is sold at without a support request"))
     elif s.storage.kind == "cephfs" and not re.fullmatch(r"[^/]+/.+", s.storage.existing or ""):
         # The stack mounts an existing CephFS through ceph-csi; it cannot create one.
         out.append((("storage", "existing"), "required for storage kind cephfs: "

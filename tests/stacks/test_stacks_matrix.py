@@ -151,3 +151,19 @@ def test_api_open_to_world_only_when_the_spec_says_so(matrix):
     assert eks["inputs"]["vpcConfig"]["publicAccessCidrs"] == ["0.0.0.0/0"]
     assert check(opened, res) == []                    # asked for, so allowed
     assert any("control-plane" in f for f in check(plan, res))   # not asked for
+
+
+def test_storage_limits_at_validate_match_the_stacks():
+    from reclaunch.spec_rules import STORAGE_MAX_BYTES
+    from stacks.azure.storage import AMLFS_SKU, AMLFS_SKUS
+
+    assert STORAGE_MAX_BYTES["azure-lustre"] == AMLFS_SKUS[AMLFS_SKU][1] * 2**40
+    from reclaunch.errors import SpecError
+    from reclaunch.spec import parse_spec
+
+    text = (EXAMPLES / "azure-din-nd96amsr.yaml").read_text().replace(
+        "kind: azure-files", "kind: azure-lustre")
+    import re
+    text = re.sub(r"(kind: azure-lustre\n\s+size:) \S+", r"\1 500TiB", text)
+    with pytest.raises(SpecError, match="storage.size: 500 TiB is over the 128 TiB"):
+        parse_spec(text)
