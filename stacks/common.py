@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,11 @@ KUBERNETES_VERSION = "1.33"
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 SYSTEM_POOL_SIZE = (2, 3)                     # min, max nodes for the CPU system pool
+# Node label whose value names the RDMA fabric a GPU node is on. Pools that share a fabric
+# share the value; a job pinned to one value (required podAffinity, topologyKey = this label)
+# never spans two fabrics. On AKS each VM scale set is its own InfiniBand fabric, so spot and
+# regular ND pools get different values; on EKS/GKE every GPU pool reaches the same fabric.
+FABRIC_GROUP_LABEL = "reclaunch.io/fabric-group"
 
 # Addon file: k8s/addons.yaml next to this package (repo root).
 # Packaged as reclaunch._k8s (pyproject package-dir), so a wheel carries it; fall back to the
@@ -81,6 +86,37 @@ class Pool:
     priority: int       # autoscaler expander priority: higher is tried first
 
 
+@dataclass
+class NodePool:
+    """One node pool as the cluster will see it (contract 3 in CONTRACTS.md).
+
+    Built by the pure `stacks.<cloud>.node_pools(plan)`; the Pulumi program creates its pools
+    from the same list, so the schedulability check and the cloud cannot disagree. `labels`
+    holds every label a node of the pool carries at registration: ours, the cloud's own
+    (instance type, capacity type, pool name, accelerator) and the ones the stack asks the
+    kubelet to set for add-ons (nvidia.com/gpu.present, vpc.amazonaws.com/efa.present)."""
+
+    name: str                        # pool key: system | gpu | gpu-spot | gpu-od
+    role: str                        # "system" | "gpu"
+    instance_type: str
+    spot: bool
+    labels: dict[str, str]
+    taints: list[dict[str, str]]     # {key, value, effect}
+    min_nodes: int
+    max_nodes: int
+    desired: int = 0                 # nodes at creation (the autoscaler owns it after)
+    priority: int = 0                # autoscaler preference: higher is tried first
+    # Pre-allocated huge pages a node advertises (resource name -> quantity), e.g.
+    # {"hugepages-2Mi": "5120Mi"}; they come out of allocatable memory.
+    hugepages: dict[str, str] = field(default_factory=dict)
+    cloud_name: str = ""             # the pool's name in the cloud (ASG / agent pool / node pool)
+
+
+def taint_str(t: dict[str, str]) -> str:
+    """`key=value:Effect`, the kubelet / AKS notation."""
+    return f"{t['key']}={t['value']}:{t['effect']}"
+
+
 def gpu_pools(plan: "Plan") -> list[Pool]:
     """Spot preferred with an on-demand pool scaled from zero, or a single on-demand pool."""
     lo, hi = plan.min_nodes, max(plan.max_nodes, plan.nodes)
@@ -93,8 +129,13 @@ def gpu_pools(plan: "Plan") -> list[Pool]:
 
 
 def node_labels(plan: "Plan", pool: Pool) -> dict[str, str]:
+    """The labels reclaunch itself gives a GPU pool's nodes (the stack sets them)."""
     return {CLUSTER_TAG: plan.name, CAPACITY_LABEL: pool.capacity, GPU_LABEL: "true",
             POOL_LABEL: pool.key}
+
+
+# Labels every kubelet sets on its own node (k8s.io/docs/reference/labels-annotations-taints).
+KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
 
 
 def fabric_kind(plan: "Plan") -> str:
@@ -102,6 +143,21 @@ def fabric_kind(plan: "Plan") -> str:
     from reclaunch.fabric import get_profile
 
     return get_profile(plan.fabric).fabric
+
+
+def api_cidrs(plan: "Plan") -> list[str]:
+    """Who may reach the Kubernetes API from outside the network: `security.api_cidrs`, else
+    the `reclaunch:apiCidrs` stack config `up` sets to the address it runs from. [] means
+    nobody (private endpoint only; what a preview with neither shows)."""
+    if plan.spec.security.api_cidrs:
+        return list(plan.spec.security.api_cidrs)
+    try:
+        import pulumi
+
+        found = pulumi.Config("reclaunch").get_object("apiCidrs")
+    except Exception:  # noqa: BLE001 - outside an engine run there is no config
+        found = None
+    return [str(x) for x in found or []]
 
 
 def spot_max_price(plan: "Plan") -> float | None:
@@ -137,42 +193,121 @@ def warn(message: str) -> None:
 
 
 @lru_cache(maxsize=2)
-def load_addons(path: str = str(ADDONS_FILE)) -> tuple[dict[str, Any], ...]:
+def load_addon_file(path: str = str(ADDONS_FILE)) -> dict[str, Any]:
     import yaml
 
-    data = yaml.safe_load(Path(path).read_text())
-    return tuple(data["addons"])
+    return yaml.safe_load(Path(path).read_text())
 
 
-def addons_for(plan: "Plan") -> list[dict[str, Any]]:
-    """The add-ons for this cloud and fabric, in file order."""
+def load_addons(path: str = str(ADDONS_FILE)) -> tuple[dict[str, Any], ...]:
+    return tuple(load_addon_file(path)["addons"])
+
+
+def gpudirect_release(kind: str = "tcpxo") -> dict[str, str]:
+    """The pinned GPUDirect row (installer + rxdm images, manifest commit) from addons.yaml:
+    the job's tcpxo-daemon image comes from here, the installer add-on from the same commit."""
+    return dict(load_addon_file()["gpudirect"][kind])
+
+
+def addons_for(plan: "Plan", *, include_managed: bool = False) -> list[dict[str, Any]]:
+    """The add-ons for this cloud, fabric and storage kind, in file order. `managed` ones
+    (installed by the cloud itself) only with include_managed: they carry facts, not installs."""
+    fabric = fabric_kind(plan)
     return [a for a in load_addons()
             if plan.cloud in a.get("clouds", [plan.cloud])
-            and fabric_kind(plan) in a.get("fabrics", [fabric_kind(plan)])
-            and plan.spec.storage.kind in a.get("storage", [plan.spec.storage.kind])]
+            and fabric in a.get("fabrics", [fabric])
+            and plan.spec.storage.kind in a.get("storage", [plan.spec.storage.kind])
+            and (include_managed or a["kind"] != "managed")]
+
+
+def addon_facts(plan: "Plan") -> list[dict[str, Any]]:
+    """Contract 3: per add-on on this cluster (installed or cloud-managed), what it advertises
+    and where its pods can run: {name, advertises, node_selector, node_selector_in,
+    node_selector_exists, tolerations}."""
+    return [{"name": a["name"], "advertises": list(a.get("advertises", [])),
+             "node_selector": dict(a.get("node_selector", {})),
+             "node_selector_in": {k: list(v) for k, v in a.get("node_selector_in", {}).items()},
+             "node_selector_exists": list(a.get("node_selector_exists", [])),
+             "tolerations": [dict(t) for t in a.get("tolerations", [])]}
+            for a in addons_for(plan, include_managed=True)
+            if any(k in a for k in ("advertises", "tolerations", "node_selector",
+                                    "node_selector_in", "node_selector_exists"))]
+
+
+def addon_selects(addon: dict[str, Any], labels: dict[str, str]) -> list[str]:
+    """Why the add-on's pods cannot run on a node with these labels ([] = they can)."""
+    why = [f"needs label {k}={v}" for k, v in addon.get("node_selector", {}).items()
+           if labels.get(k) != str(v)]
+    why += [f"needs label {k} in {', '.join(map(str, vs))}"
+            for k, vs in addon.get("node_selector_in", {}).items()
+            if labels.get(k) not in [str(v) for v in vs]]
+    why += [f"needs label {k}" for k in addon.get("node_selector_exists", []) if k not in labels]
+    return why
+
+
+def tolerates(toleration: dict[str, Any], taint: dict[str, str]) -> bool:
+    """Kubernetes' rule (core/v1 Toleration.ToleratesTaint)."""
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    key = toleration.get("key")
+    if key and key != taint.get("key"):
+        return False
+    if toleration.get("operator", "Equal") == "Exists":
+        return True
+    return str(toleration.get("value", "")) == str(taint.get("value", ""))
+
+
+def untolerated(tolerations: list[dict[str, Any]], taints: list[dict[str, str]]) -> list[dict]:
+    """The NoSchedule/NoExecute taints none of the tolerations tolerates."""
+    return [t for t in taints if t.get("effect") in ("NoSchedule", "NoExecute")
+            and not any(tolerates(tol, t) for tol in tolerations)]
+
+
+def _set_path(values: dict, dotted: str, value: Any) -> dict:
+    """A copy of `values` with `value` at a dotted path ("node.tolerations")."""
+    head, _, rest = dotted.partition(".")
+    out = dict(values)
+    out[head] = _set_path(out.get(head) or {}, rest, value) if rest else value
+    return out
+
+
+def helm_values(addon: dict[str, Any], extra: dict | None = None) -> dict:
+    """The chart values: the file's, the stack's (`extra`), then the facts written at
+    `values_paths` so what is deployed is exactly what the facts say."""
+    merged = _merge(addon.get("values") or {}, extra or {})
+    for fact, path in (addon.get("values_paths") or {}).items():
+        merged = _set_path(merged, path, addon[fact])
+    return merged
+
+
+def manifest_sources(addon: dict[str, Any]) -> list[str]:
+    """URLs as they are; bare names are files next to addons.yaml."""
+    return [s if "://" in s else str(ADDONS_FILE.parent / s) for s in addon["sources"]]
 
 
 def install_addons(k8s: Any, pulumi: Any, plan: "Plan", provider: Any,
                    depends_on: list | None = None,
                    values: dict[str, dict] | None = None) -> dict[str, Any]:
     """One pinned resource per add-on; `values` merges cloud-specific Helm values by name."""
-    opts = pulumi.ResourceOptions(provider=provider, depends_on=depends_on or [])
     out: dict[str, Any] = {}
     for addon in addons_for(plan):
+        after = [out[d] for d in addon.get("depends_on", []) if d in out]
+        opts = pulumi.ResourceOptions(provider=provider, depends_on=[*(depends_on or []), *after])
         rname = name(plan, addon["name"])
         kind = addon["kind"]
         if kind == "helm":
-            merged = _merge(addon.get("values", {}), (values or {}).get(addon["name"], {}))
             out[addon["name"]] = k8s.helm.v3.Release(
                 rname, name=addon["name"], chart=addon["chart"], version=str(addon["version"]),
                 namespace=addon.get("namespace", "kube-system"), create_namespace=True,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=addon["repo"]),
-                values=merged, atomic=True, cleanup_on_fail=True, timeout=900, opts=opts)
+                values=helm_values(addon, (values or {}).get(addon["name"])),
+                atomic=True, cleanup_on_fail=True, timeout=900, opts=opts)
         elif kind == "kustomize":
             out[addon["name"]] = k8s.kustomize.v2.Directory(
                 rname, directory=addon["source"], opts=opts)
         elif kind == "manifest":
-            out[addon["name"]] = k8s.yaml.v2.ConfigFile(rname, file=addon["source"], opts=opts)
+            out[addon["name"]] = k8s.yaml.v2.ConfigGroup(
+                rname, files=manifest_sources(addon), opts=opts)
         else:  # pragma: no cover - guarded by the addons test
             raise ValueError(f"unknown add-on kind {kind!r} in {ADDONS_FILE}")
     return out

@@ -69,6 +69,13 @@ def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str]) -> Cost
     sp_h = offer.spot_usd * nodes if offer and offer.spot_usd is not None else None
     if offer is None:             # cloud: local costs nothing
         od_h = sp_h = 0.0
+    elif spec.capacity is not None:   # reserved capacity: its own price, never spot
+        sp_h = None
+        if spec.capacity.price_usd_per_hour is not None:
+            od_h = spec.capacity.price_usd_per_hour * nodes
+        else:
+            warnings.append(f"capacity {spec.capacity.reservation}: no price given "
+                            f"(capacity.price_usd_per_hour), priced at the on-demand rate")
     od_total = od_h * hours + cp + storage if od_h is not None else None
     sp_total = p50 = p90 = None
     reclaims = 0.0
@@ -101,7 +108,9 @@ def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str]) -> Cost
         spot_total_usd=sp_total, spot_p50_usd=p50, spot_p90_usd=p90, control_plane_usd=cp,
         storage_usd=storage,
         price_as_of=offer.price_as_of.isoformat() if offer is not None else None,
-        price_source=offer.source if offer is not None else "cloud: local (no price)",
+        price_source=("spec.capacity.price_usd_per_hour" if spec.capacity is not None
+                      and spec.capacity.price_usd_per_hour is not None
+                      else offer.source if offer is not None else "cloud: local (no price)"),
         stale=bool(offer is not None and offer.is_stale()),
         expected_reclaims=reclaims)
 

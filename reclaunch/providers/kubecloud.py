@@ -49,6 +49,9 @@ class CloudSpec:
     quota_fix: str
     capacity_fix: str
     stack_config: Callable[["Plan"], dict[str, str]] = lambda plan: {}
+    # Extra error text after a failed `up` (AWS: the GPU groups' failed scaling activities),
+    # so classify() sees capacity errors the engine's own message does not carry.
+    diagnose: Callable[["Plan"], str] = lambda plan: ""
     zone_fallback: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -106,12 +109,16 @@ class KubeCloudProvider:
         kw.update(self.env_overrides)
         if "infra" not in kw:
             from reclaunch.runtime.infra import PulumiInfra
-            kw["infra"] = PulumiInfra(program=self._program, config=self.cloud.stack_config,
-                                      extra=self.cloud.pip_extra,
+            kw["infra"] = PulumiInfra(program=self._program, config=self._config,
+                                      extra=self.cloud.pip_extra, diagnose=self.cloud.diagnose,
                                       backend=backend)
         if "kube_for" not in kw:
             kw["kube_for"] = _kube_for
         return Env(**kw)
+
+    def _config(self, plan: "Plan") -> dict[str, str]:
+        from reclaunch.providers.caller import access_config
+        return {**self.cloud.stack_config(plan), **access_config(plan)}
 
     def _program(self, plan: "Plan") -> Callable[[], None]:
         from reclaunch.providers import stack_program

@@ -143,9 +143,11 @@ class PulumiInfra(Infra):
 
     def __init__(self, program: Callable[["Plan"], Callable[[], None]],
                  config: Callable[["Plan"], dict[str, str]] | None = None,
-                 backend: str | None = None, extra: str = "all"):
+                 backend: str | None = None, extra: str = "all",
+                 diagnose: Callable[["Plan"], str] | None = None):
         self.program = program
         self.config = config or (lambda plan: {})
+        self.diagnose = diagnose
         self.backend = backend or default_backend()
         self.extra = extra  # named in the message when Pulumi's SDK is missing
 
@@ -198,7 +200,8 @@ class PulumiInfra(Infra):
         try:
             res = stack.up(on_event=_forward(on_event), color="never", suppress_progress=True)
         except auto.CommandError as exc:
-            raise _infra_error(f"provisioning {plan.name} failed", exc) from None
+            raise with_diagnosis(_infra_error(f"provisioning {plan.name} failed", exc),
+                                 self.diagnose, plan) from None
         return {k: v.value for k, v in res.outputs.items()}
 
     def outputs(self, name: str) -> dict[str, Any]:
@@ -279,6 +282,19 @@ def _forward(on_event: OnEvent | None):
         if e is not None:
             on_event(e)
     return cb
+
+
+def with_diagnosis(err: InfraError, diagnose: Callable[["Plan"], str] | None,
+                   plan: "Plan") -> InfraError:
+    """Append what the cloud itself says went wrong (never raises: it only adds detail)."""
+    try:
+        extra = diagnose(plan) if diagnose else ""
+    except Exception:  # noqa: BLE001
+        extra = ""
+    if not extra:
+        return err
+    first = extra.strip().splitlines()[0][:300]
+    return InfraError(f"{err.message}; {first}", f"{err.output}\n{extra}", hint=err.hint)
 
 
 def _infra_error(message: str, exc: Any) -> InfraError:

@@ -98,7 +98,7 @@ def _computed(typ: str, name: str, inputs: dict, plan: "Plan") -> dict:
         # Inputs list identity ids; the output is a map keyed by id.
         "azure-native:containerservice:ManagedCluster": {
             "identity": {"type": "UserAssigned", "userAssignedIdentities": {}}},
-        "azure-native:storagecache:amlFilesystem": {"clientInfo": {"mgsAddress": "10.1.0.4"}},
+        "azure-native:storagecache:AmlFilesystem": {"clientInfo": {"mgsAddress": "10.1.0.4"}},
         "gcp:filestore/instance:Instance": {"networks": [
             {**(inputs.get("networks") or [{}])[0], "ipAddresses": ["10.2.0.9"]}]},
         "gcp:container/cluster:Cluster": {"endpoint": "10.0.0.2",
@@ -115,6 +115,14 @@ def _call(token: str, args: dict, plan: "Plan") -> dict:
                                                                 "zoneIds": zones},
         "gcp:organizations/getClientConfig:getClientConfig": {"project": "mock-project",
                                                               "region": plan.region},
+        "aws:index/getCallerIdentity:getCallerIdentity": {
+            "accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/mock",
+            "id": "123456789012", "userId": "AIDAMOCK"},
+        "azure-native:authorization:getClientConfig": {
+            "clientId": "00000000-0000-0000-0000-00000000c11e", "objectId":
+            "00000000-0000-0000-0000-0000000000b1", "subscriptionId":
+            "00000000-0000-0000-0000-000000000500", "tenantId":
+            "00000000-0000-0000-0000-000000000700"},
         "aws:ssm/getParameter:getParameter": {"name": args.get("name"), "value": "ami-mock",
                                               "type": "String"},
         "azure-native:containerservice:listManagedClusterUserCredentials": {

@@ -83,6 +83,36 @@ class Spot(Strict):
                                    description="Time to replace a node and resume")
 
 
+class Capacity(Strict):
+    """Capacity bought ahead: the stack launches into it, the planner prices it."""
+
+    reservation: str = Field(min_length=1, max_length=512, description=(
+        "aws: the reservation id (cr-...); gcp: reservation name or "
+        "projects/P/reservations/NAME; azure: capacity reservation group resource id"))
+    kind: Literal["odcr", "capacity-block", "gcp-reservation", "azure-crg"]
+    price_usd_per_hour: Float | None = Field(
+        None, gt=0, le=10_000, description="Per instance-hour as bought; null = on-demand price")
+
+
+def _cidr(v: str) -> str:
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_network(v, strict=False))
+    except ValueError:
+        raise ValueError(f"{v!r} is not a CIDR such as 203.0.113.7/32") from None
+
+
+class Security(Strict):
+    api_cidrs: list[Annotated[str, BeforeValidator(_cidr)]] = Field(
+        [], max_length=100, description=(
+            "CIDRs allowed to reach the Kubernetes API. [] = only the address `up` runs from "
+            "(detected then); 0.0.0.0/0 opens it to the world and must be written here"))
+    encryption_at_host: bool = Field(False, description=(
+        "azure: encrypt VM temp/cache disks at the host; needs the subscription feature "
+        "Microsoft.Compute/EncryptionAtHost registered (a person does that once)"))
+
+
 class Autoscaling(Strict):
     min_nodes: Count = Field(ge=1, le=10_000)
     max_nodes: Count = Field(ge=1, le=10_000)
@@ -213,6 +243,8 @@ class Spec(Strict):
     storage: Storage = Storage()
     spot: Spot = Spot()
     autoscaling: Autoscaling | None = None
+    capacity: Capacity | None = None
+    security: Security = Security()
     job: Job
     model: Model
     nccl: Nccl = Nccl()

@@ -14,6 +14,30 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD  # noqa: F401
 
+# Largest size each sized kind is sold at without a support request (bytes). azure-lustre:
+# the stack's SKU, AMLFS-Durable-Premium-250 (stacks/azure/storage.py AMLFS_SKUS); filestore:
+# the ZONAL tier's 100 TiB (stacks/gcp/program.py). Bigger sizes stop at validate.
+STORAGE_MAX_BYTES: dict[str, int] = {"azure-lustre": 128 * 2**40, "filestore": 100 * 2**40}
+
+# Reserved-capacity kinds each cloud sells, and what their names look like (data, not branches).
+RESERVATION_KINDS: dict[str, tuple[str, ...]] = {
+    "aws": ("odcr", "capacity-block"), "azure": ("azure-crg",), "gcp": ("gcp-reservation",),
+    "local": (),
+}
+_GCP_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+RESERVATION_ID: dict[str, tuple[str, str]] = {   # kind -> (regex, example)
+    "odcr": (r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),
+    "capacity-block": (r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),
+    "gcp-reservation": (rf"{_GCP_NAME}|projects/[a-z][-a-z0-9]{{4,28}}[a-z0-9]/reservations/{_GCP_NAME}",
+                        "my-h100-reservation"),
+    "azure-crg": (r"/subscriptions/[^/]+/resourceGroups/[^/]+/providers/"
+                  r"Microsoft\.Compute/capacityReservationGroups/[^/]+",
+                  "/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Compute/"
+                  "capacityReservationGroups/<name>"),
+}
+# Where `security.encryption_at_host` means something (the others always encrypt at the host).
+ENCRYPTION_AT_HOST_CLOUDS: tuple[str, ...] = ("azure",)
+
 Problem = tuple[tuple[str | int, ...], str]
 
 
@@ -46,10 +70,15 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
                     f"choose one of {', '.join(kinds)}"))
     elif s.storage.kind in SIZED_STORAGE and not s.storage.size:
         out.append((("storage", "size"), f"required for storage kind {s.storage.kind} (e.g. 1.2TiB)"))
+    elif s.storage.size and s.storage.size > STORAGE_MAX_BYTES.get(s.storage.kind, s.storage.size):
+        most = STORAGE_MAX_BYTES[s.storage.kind] / 2**40
+        out.append((("storage", "size"), f"{s.storage.size / 2**40:g} TiB is over the {most:g} "
+                    f"TiB {s.storage.kind} is sold at without a support request"))
     elif s.storage.kind == "cephfs" and not re.fullmatch(r"[^/]+/.+", s.storage.existing or ""):
         # The stack mounts an existing CephFS through ceph-csi; it cannot create one.
         out.append((("storage", "existing"), "required for storage kind cephfs: "
                     "'<clusterID>/<fsName>' of the existing file system"))
+    out += _capacity_rules(s)
     if s.cloud in RUNS_HERE:
         for field in ("region", "instance_type", "gpu"):
             if getattr(s, field):
@@ -126,3 +155,29 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
     return out
 
 
+
+
+def _capacity_rules(s: "Spec") -> list[Problem]:
+    out: list[Problem] = []
+    if s.security.encryption_at_host and s.cloud not in ENCRYPTION_AT_HOST_CLOUDS:
+        out.append((("security", "encryption_at_host"), f"only for cloud: "
+                    f"{', '.join(ENCRYPTION_AT_HOST_CLOUDS)}; {s.cloud} encrypts host disks already"))
+    cap = s.capacity
+    if cap is None:
+        return out
+    kinds = RESERVATION_KINDS.get(s.cloud, ())
+    if cap.kind not in kinds:
+        out.append((("capacity", "kind"), f"{cap.kind!r} is not sold on {s.cloud}" +
+                    (f"; use {' or '.join(kinds)}" if kinds else "; remove capacity")))
+        return out
+    pattern, example = RESERVATION_ID[cap.kind]
+    if not re.fullmatch(pattern, cap.reservation):
+        out.append((("capacity", "reservation"), f"{cap.reservation!r} is not a {cap.kind} "
+                    f"reservation (e.g. {example})"))
+    if s.spot.enabled:
+        out.append((("spot", "enabled"), "a capacity reservation is on-demand capacity bought "
+                    "ahead; set spot.enabled: false or remove capacity"))
+    if cap.kind == "capacity-block" and s.autoscaling and s.autoscaling.max_nodes > s.nodes:
+        out.append((("autoscaling", "max_nodes"), "a Capacity Block holds a fixed number of "
+                    "instances; max_nodes cannot exceed nodes"))
+    return out

@@ -14,13 +14,31 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
+from stacks.aws.pools import SYSTEM_INSTANCE_TYPE, hugepage_count, node_pools
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 VPC_CIDR = "10.0.0.0/16"
-SYSTEM_INSTANCE_TYPE = "m6i.xlarge"
 ROOT_VOLUME_GIB = 200
+# Let `up` wait for the GPU groups' instances: with "0" the stack reports success while the
+# group's launches fail (InsufficientInstanceCapacity), and the capacity fallback never runs.
+# On timeout the AWS provider reads the groups' scaling activities into the error text
+# (reclaunch.providers.aws.scaling_failures), which classify() maps to a capacity kind.
+WAIT_FOR_CAPACITY = "20m"
+# kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md, "Full Cluster
+# Autoscaler Features Policy": describe calls on "*" (they take no resource), the two
+# mutating calls restricted to our groups' ARNs, as the README recommends.
+AUTOSCALER_DESCRIBE = ["autoscaling:DescribeAutoScalingGroups",
+                       "autoscaling:DescribeAutoScalingInstances",
+                       "autoscaling:DescribeLaunchConfigurations",
+                       "autoscaling:DescribeScalingActivities", "ec2:DescribeImages",
+                       "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplateVersions",
+                       "ec2:GetInstanceTypesFromInstanceRequirements", "eks:DescribeNodegroup"]
+AUTOSCALER_MUTATE = ["autoscaling:SetDesiredCapacity",
+                     "autoscaling:TerminateInstanceInAutoScalingGroup"]
+# Labels the kubelet sets itself, and EKS's own: never passed as --node-labels.
+NOT_KUBELET_FLAGS = ("kubernetes.io/", "node.kubernetes.io/", "eks.amazonaws.com/")
 GPU_AMI_PARAMETER = ("/aws/service/eks/optimized-ami/{version}/amazon-linux-2023/"
                      "x86_64/nvidia/recommended/image_id")
 NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly",
@@ -80,8 +98,18 @@ def _role(aws, pulumi, plan, key: str, service: str, policies, tags):
     return role
 
 
-def _node_user_data(pulumi, cluster, plan: "Plan", labels: dict, taints: list[str]):
-    """nodeadm NodeConfig (AL2023): join, labels, GPU taint, local NVMe as RAID0 ephemeral."""
+def kubelet_labels(labels: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in labels.items() if not k.startswith(NOT_KUBELET_FLAGS)}
+
+
+def _node_user_data(pulumi, cluster, plan: "Plan", pool: c.NodePool):
+    """nodeadm NodeConfig (AL2023): join, labels, taints, local NVMe as RAID0 ephemeral, and
+    the pool's huge pages reserved by a shell part (cloud-init runs user-data scripts before
+    nodeadm starts the kubelet, so the kubelet advertises them from its first status)."""
+    labels = kubelet_labels(pool.labels)
+    taints = [c.taint_str(t) for t in pool.taints]
+    pages = hugepage_count(pool.hugepages["hugepages-2Mi"]) if pool.hugepages else 0
+
     def render(args):
         endpoint, ca, cidr = args
         spec = {"cluster": {"name": c.name(plan), "apiServerEndpoint": endpoint,
@@ -93,8 +121,13 @@ def _node_user_data(pulumi, cluster, plan: "Plan", labels: dict, taints: list[st
             spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
         doc = json.dumps({"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig",
                           "spec": spec})
+        script = ("" if not pages else
+                  "--BOUNDARY\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n"
+                  "#!/bin/bash\nset -euo pipefail\n"
+                  f"echo 'vm.nr_hugepages = {pages}' > /etc/sysctl.d/90-reclaunch-hugepages.conf\n"
+                  "sysctl -p /etc/sysctl.d/90-reclaunch-hugepages.conf\n\n")
         mime = ("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"BOUNDARY\"\n\n"
-                "--BOUNDARY\nContent-Type: application/node.eks.aws\n\n"
+                f"{script}--BOUNDARY\nContent-Type: application/node.eks.aws\n\n"
                 f"{doc}\n\n--BOUNDARY--\n")
         return base64.b64encode(mime.encode()).decode()
     return pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data,
@@ -112,8 +145,27 @@ def _interfaces(plan: "Plan", security_groups: list) -> list[dict]:
             for i in range(plan.offer.nics)]
 
 
+def capacity_options(plan: "Plan") -> dict:
+    """Launch template fields for `capacity:` (EC2 API LaunchTemplateCapacityReservation
+    SpecificationRequest; Capacity Blocks also need market type "capacity-block")."""
+    cap = plan.spec.capacity
+    if cap is None:
+        return {}
+    out: dict = {"capacity_reservation_specification": {
+        "capacity_reservation_target": {"capacity_reservation_id": cap.reservation}}}
+    if cap.kind == "capacity-block":
+        out["instance_market_options"] = {"market_type": "capacity-block"}
+    return out
+
+
 def _launch_template(aws, plan, key, *, tags, instance_type, image_id=None, profile=None,
-                     interfaces=None, placement=None, user_data=None, spot=None, kms=None):
+                     interfaces=None, placement=None, user_data=None, spot=None,
+                     capacity=None):
+    """EBS volumes use the AWS-managed key (aws/ebs): the Auto Scaling service-linked role may
+    use it without a key policy. A customer key would need the two statements of
+    docs.aws.amazon.com/autoscaling/ec2/userguide/key-policy-requirements-EBS-encryption.html
+    naming AWSServiceRoleForAutoScaling, which does not exist before the account's first
+    group, so a fresh account could not even create such a key."""
     tag_specs = [{"resource_type": r, "tags": tags}
                  for r in ("instance", "volume", "network-interface")]
     args = dict(
@@ -124,12 +176,48 @@ def _launch_template(aws, plan, key, *, tags, instance_type, image_id=None, prof
                           "http_put_response_hop_limit": 1},
         block_device_mappings=[{"device_name": "/dev/xvda", "ebs": {
             "volume_size": ROOT_VOLUME_GIB, "volume_type": "gp3", "encrypted": "true",
-            "kms_key_id": kms.arn if kms else None, "delete_on_termination": "true"}}],
+            "delete_on_termination": "true"}}],
         network_interfaces=interfaces, placement=placement,
         iam_instance_profile={"arn": profile.arn} if profile else None)
     if spot:
         args["instance_market_options"] = {"market_type": "spot", "spot_options": spot}
+    args.update(capacity or {})
     return aws.ec2.LaunchTemplate(c.name(plan, key, "lt"), **args)
+
+
+def endpoint_access(plan: "Plan") -> dict:
+    """EKS API endpoint: private always; public only for the CIDRs the spec names, or the
+    address `up` runs from (the provider passes it as stack config). Nothing -> private only."""
+    cidrs = c.api_cidrs(plan)
+    return {"endpoint_private_access": True, "endpoint_public_access": bool(cidrs),
+            **({"public_access_cidrs": cidrs} if cidrs else {})}
+
+
+def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
+    """Discovery tags plus the node template the cluster autoscaler reads when a group is at
+    zero (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md,
+    "Auto-Discovery Setup"): every label and taint the nodes register with, and the extended
+    resources and huge pages a job requests, else a pool at zero never scales up for it."""
+    template = "k8s.io/cluster-autoscaler/node-template"
+    out = {**tags, "Name": pool.cloud_name, "reclaunch-pool": pool.name,
+           "k8s.io/cluster-autoscaler/enabled": "true",
+           f"k8s.io/cluster-autoscaler/{c.name(plan)}": "owned",
+           f"kubernetes.io/cluster/{c.name(plan)}": "owned",
+           **{f"{template}/label/{k}": v for k, v in pool.labels.items()},
+           **{f"{template}/taint/{t['key']}": f"{t['value']}:{t['effect']}" for t in pool.taints},
+           f"{template}/resources/nvidia.com/gpu": str(plan.gpus_per_node),
+           **{f"{template}/resources/{k}": v for k, v in pool.hugepages.items()}}
+    if pool.labels.get("vpc.amazonaws.com/efa.present") == "true" and plan.offer:
+        out[f"{template}/resources/vpc.amazonaws.com/efa"] = str(plan.offer.nics)
+    return out
+
+
+def _autoscaler_policy(plan: "Plan", account: str) -> str:
+    arns = [f"arn:aws:autoscaling:{plan.region}:{account}:autoScalingGroup:*:"
+            f"autoScalingGroupName/{p.cloud_name}" for p in node_pools(plan) if p.role == "gpu"]
+    return json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": AUTOSCALER_DESCRIBE, "Resource": ["*"]},
+        {"Effect": "Allow", "Action": AUTOSCALER_MUTATE, "Resource": arns}]})
 
 
 def program(plan: "Plan") -> None:
@@ -137,7 +225,11 @@ def program(plan: "Plan") -> None:
     aws = require("pulumi_aws", "aws")
     k8s = require("pulumi_kubernetes", "aws")
     tags = c.tags(plan)
+    pools = node_pools(plan)
+    system_pool = pools[0]
     vpc, private, gpu_subnet = _network(aws, pulumi, plan, tags)
+    # Customer key for EKS secrets, FSx and EFS (each service uses it through grants made by
+    # the caller); node volumes use aws/ebs (see _launch_template).
     kms = aws.kms.Key(c.name(plan, "kms"), description=f"reclaunch {plan.name}",
                       enable_key_rotation=True, deletion_window_in_days=7, tags=tags)
 
@@ -147,8 +239,7 @@ def program(plan: "Plan") -> None:
     cluster = aws.eks.Cluster(
         c.name(plan, "eks"), name=c.name(plan), version=c.KUBERNETES_VERSION,
         role_arn=cluster_role.arn, tags=tags,
-        vpc_config={"subnet_ids": [s.id for s in private], "endpoint_private_access": True,
-                    "endpoint_public_access": True},
+        vpc_config={"subnet_ids": [s.id for s in private], **endpoint_access(plan)},
         access_config={"authentication_mode": "API",
                        "bootstrap_cluster_creator_admin_permissions": True},
         encryption_config={"resources": ["secrets"], "provider": {"key_arn": kms.arn}},
@@ -157,15 +248,16 @@ def program(plan: "Plan") -> None:
     addons = [aws.eks.Addon(c.name(plan, a), cluster_name=cluster.name, addon_name=a, tags=tags,
                             resolve_conflicts_on_update="OVERWRITE") for a in EKS_ADDONS]
 
-    system_lt = _launch_template(aws, plan, "system", tags=tags, instance_type=None, kms=kms)
+    system_lt = _launch_template(aws, plan, "system", tags=tags, instance_type=None)
     system = aws.eks.NodeGroup(
         c.name(plan, "system"), cluster_name=cluster.name, node_role_arn=node_role.arn,
+        node_group_name=system_pool.cloud_name,
         subnet_ids=[s.id for s in private], instance_types=[SYSTEM_INSTANCE_TYPE],
         ami_type="AL2023_x86_64_STANDARD", capacity_type="ON_DEMAND", tags=tags,
         launch_template={"id": system_lt.id, "version": system_lt.latest_version},
-        scaling_config={"min_size": c.SYSTEM_POOL_SIZE[0], "desired_size": c.SYSTEM_POOL_SIZE[0],
-                        "max_size": c.SYSTEM_POOL_SIZE[1]},
-        labels={c.CLUSTER_TAG: plan.name, c.POOL_LABEL: "system"})
+        scaling_config={"min_size": system_pool.min_nodes, "desired_size": system_pool.desired,
+                        "max_size": system_pool.max_nodes},
+        labels=kubelet_labels(system_pool.labels))
 
     # GPU nodes: all traffic within the EFA group (EFA needs it in both directions), and
     # egress anywhere through the NAT. No ingress from outside the VPC, no SSH (use SSM).
@@ -186,38 +278,30 @@ def program(plan: "Plan") -> None:
     ami = aws.ssm.get_parameter(
         name=GPU_AMI_PARAMETER.format(version=c.KUBERNETES_VERSION)).value
 
-    pools = {}
-    for pool in c.gpu_pools(plan):
-        labels = c.node_labels(plan, pool)
-        taint = f"{c.GPU_TAINT['key']}={c.GPU_TAINT['value']}:{c.GPU_TAINT['effect']}"
-        max_price = c.spot_max_price(plan)
-        spot = None if pool.capacity != "spot" else {
+    groups = {}
+    max_price = c.spot_max_price(plan)
+    for pool in (p for p in pools if p.role == "gpu"):
+        spot = None if not pool.spot else {
             "spot_instance_type": "one-time", "instance_interruption_behavior": "terminate",
             **({"max_price": f"{max_price:g}"} if max_price else {})}
         lt = _launch_template(
-            aws, plan, pool.key, tags={**tags, "reclaunch-pool": pool.key},
-            instance_type=plan.instance_type, image_id=ami, profile=profile, kms=kms,
-            interfaces=_interfaces(plan, gpu_sgs), placement={"group_name": pg.name},
-            user_data=_node_user_data(pulumi, cluster, plan, labels, [taint]), spot=spot)
-        asg_name = c.name(plan, pool.key)
-        asg_tags = {**tags, "Name": asg_name, "reclaunch-pool": pool.key,
-                    "k8s.io/cluster-autoscaler/enabled": "true",
-                    f"k8s.io/cluster-autoscaler/{c.name(plan)}": "owned",
-                    f"kubernetes.io/cluster/{c.name(plan)}": "owned",
-                    # Scale-from-zero templates: what a node of this group will look like.
-                    **{f"k8s.io/cluster-autoscaler/node-template/label/{k}": v
-                       for k, v in labels.items()},
-                    f"k8s.io/cluster-autoscaler/node-template/taint/{c.GPU_TAINT['key']}":
-                        f"{c.GPU_TAINT['value']}:{c.GPU_TAINT['effect']}",
-                    "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu":
-                        str(plan.gpus_per_node)}
-        pools[pool.key] = aws.autoscaling.Group(
-            asg_name, name=asg_name, min_size=pool.min_nodes, max_size=pool.max_nodes,
-            desired_capacity=pool.desired, vpc_zone_identifiers=[gpu_subnet.id],
+            aws, plan, pool.name, tags={**tags, "reclaunch-pool": pool.name},
+            instance_type=pool.instance_type, image_id=ami, profile=profile,
+            interfaces=_interfaces(plan, gpu_sgs),
+            # A targeted reservation decides where instances land (a Capacity Block sits in
+            # its own UltraCluster; an ODCR used with a placement group must be created in
+            # that group), so ours is added only without one.
+            placement=None if plan.spec.capacity else {"group_name": pg.name},
+            user_data=_node_user_data(pulumi, cluster, plan, pool), spot=spot,
+            capacity=capacity_options(plan))
+        groups[pool.name] = aws.autoscaling.Group(
+            pool.cloud_name, name=pool.cloud_name, min_size=pool.min_nodes,
+            max_size=pool.max_nodes, desired_capacity=pool.desired,
+            vpc_zone_identifiers=[gpu_subnet.id],
             launch_template={"id": lt.id, "version": lt.latest_version},
-            capacity_rebalance=pool.capacity == "spot", wait_for_capacity_timeout="0",
+            capacity_rebalance=pool.spot, wait_for_capacity_timeout=WAIT_FOR_CAPACITY,
             tags=[{"key": k, "value": v, "propagate_at_launch": True}
-                  for k, v in asg_tags.items()],
+                  for k, v in _asg_tags(plan, pool, tags).items()],
             opts=pulumi.ResourceOptions(ignore_changes=["desired_capacity"],
                                         depends_on=[cluster, *addons]))
 
@@ -225,14 +309,16 @@ def program(plan: "Plan") -> None:
                                    cluster.name).apply(lambda a: _kubeconfig(*a, plan.region))
     provider = k8s.Provider(c.name(plan, "k8s"), kubeconfig=kubeconfig,
                             opts=pulumi.ResourceOptions(depends_on=[system, *addons]))
-    ca_role = _role(aws, pulumi, plan, "autoscaler-role", "pods.eks.amazonaws.com",
-                    ["arn:aws:iam::aws:policy/AutoScalingFullAccess"], tags)
+    account = aws.get_caller_identity().account_id
+    ca_role = _role(aws, pulumi, plan, "autoscaler-role", "pods.eks.amazonaws.com", [], tags)
+    aws.iam.RolePolicy(c.name(plan, "autoscaler-policy", max_len=128), role=ca_role.id,
+                       policy=_autoscaler_policy(plan, account))
     aws.eks.PodIdentityAssociation(c.name(plan, "autoscaler-pia"), cluster_name=cluster.name,
                                    namespace="kube-system", service_account="cluster-autoscaler",
                                    role_arn=ca_role.arn, tags=tags)
     priorities = {}
-    for pool in c.gpu_pools(plan):
-        priorities.setdefault(str(pool.priority), []).append(f".*{c.name(plan, pool.key)}.*")
+    for pool in (p for p in pools if p.role == "gpu"):
+        priorities.setdefault(str(pool.priority), []).append(f".*{pool.cloud_name}.*")
     installed = c.install_addons(k8s, pulumi, plan, provider, depends_on=[system], values={
         "cluster-autoscaler": {"autoDiscovery": {"clusterName": c.name(plan)},
                                "awsRegion": plan.region, "expanderPriorities": priorities,
@@ -242,7 +328,7 @@ def program(plan: "Plan") -> None:
                           kms, provider, list(installed.values()))
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", cluster.name)
-    pulumi.export("node_pools", [c.name(plan, p.key) for p in c.gpu_pools(plan)])
+    pulumi.export("node_pools", [p.cloud_name for p in pools if p.role == "gpu"])
     pulumi.export("system_pool", system.node_group_name)
     pulumi.export("storage_id", storage_id)
     pulumi.export("addons", sorted(installed))

@@ -2,7 +2,13 @@
 GPU node pools (spot preferred, regular scaled from zero) in one proximity placement group.
 
 InfiniBand: an ND VM scale set of <= 100 VMs is one placement group, so its nodes share one
-IB fabric; the NVIDIA Network Operator exposes the HCAs to pods.
+IB fabric; the NicClusterPolicy (k8s/azure-nicclusterpolicy.yaml) exposes the HCAs to pods
+as rdma/ib. The spot and the regular pool are two scale sets, so two fabrics: a job is pinned
+to one of them through stacks.common.FABRIC_GROUP_LABEL (see stacks/azure/pools.py).
+
+Access: the cluster is AAD-only with Azure RBAC, so the identity running `up` is given
+"Azure Kubernetes Service RBAC Cluster Admin" on it (else every Kubernetes call is Forbidden),
+and the kubeconfig logs in through the Azure CLI's token without a prompt (kubelogin).
 """
 
 from __future__ import annotations
@@ -12,15 +18,22 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
+from stacks.azure.pools import OS_SKU, node_pools
+from stacks.azure.storage import storage
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 VNET_CIDR = "10.1.0.0/16"
 NODE_SUBNET = "10.1.0.0/18"
-SYSTEM_VM_SIZE = "Standard_D4s_v5"
+LUSTRE_SUBNET = "10.1.64.0/24"   # Azure Managed Lustre wants a subnet of its own
 IB_FABRIC_MAX_VMS = 100      # one VMSS placement group
 OS_DISK_GIB = 256
+# Built-in role ids (learn.microsoft.com/azure/role-based-access-control/built-in-roles).
+AKS_RBAC_CLUSTER_ADMIN = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
+NETWORK_CONTRIBUTOR = "4d97b98b-1d4f-4787-a291-c67834d212e7"
+# Labels AKS reserves (it rejects them in node_labels) or sets itself.
+SET_BY_AKS = ("kubernetes.azure.com/", "kubernetes.io/", "node.kubernetes.io/")
 
 
 def _network(az, plan: "Plan", rg, tags):
@@ -44,7 +57,37 @@ def _network(az, plan: "Plan", rg, tags):
         network_security_group={"id": nsg.id},
         service_endpoints=[{"service": "Microsoft.Storage"}],
         default_outbound_access=False)
-    return vnet, subnet
+    return vnet, subnet, nsg
+
+
+def _role_id(sub: str, role: str) -> str:
+    return f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/{role}"
+
+
+def api_access(plan: "Plan") -> dict:
+    """Authorized IP ranges for the API server: the spec's, or the address `up` runs from.
+    None at all (a bare preview): a private cluster."""
+    cidrs = c.api_cidrs(plan)
+    return {"authorized_ip_ranges": cidrs} if cidrs else {"enable_private_cluster": True}
+
+
+def non_interactive(kubeconfig: str) -> str:
+    """`format=exec` kubeconfigs run kubelogin with device-code login (a prompt). Switch every
+    kubelogin user to `--login azurecli`, as `kubelogin convert-kubeconfig -l azurecli` does
+    (Azure/kubelogin README), so `up` and the watcher use the az CLI's token unattended."""
+    import yaml
+
+    doc = yaml.safe_load(kubeconfig) or {}
+    for user in doc.get("users") or []:
+        ex = (user.get("user") or {}).get("exec") or {}
+        if ex.get("command") != "kubelogin":
+            continue
+        args = list(ex.get("args") or [])
+        server = args[args.index("--server-id") + 1] if "--server-id" in args else None
+        ex["args"] = ["get-token", "--login", "azurecli",
+                      *(["--server-id", server] if server else [])]
+        ex.pop("env", None)
+    return yaml.safe_dump(doc, sort_keys=False)
 
 
 def program(plan: "Plan") -> None:
@@ -52,10 +95,20 @@ def program(plan: "Plan") -> None:
     az = require("pulumi_azure_native", "azure")
     k8s = require("pulumi_kubernetes", "azure")
     tags = c.tags(plan)
+    pools = node_pools(plan)
+    system_pool = pools[0]
+    host_encryption = plan.spec.security.encryption_at_host
+    client = az.authorization.get_client_config()
     rg = az.resources.ResourceGroup(c.name(plan, "rg"), location=plan.region, tags=tags)
-    vnet, subnet = _network(az, plan, rg, tags)
+    vnet, subnet, nsg = _network(az, plan, rg, tags)
     identity = az.managedidentity.UserAssignedIdentity(c.name(plan, "id"),
                                                        resource_group_name=rg.name, tags=tags)
+    # AKS with a user-assigned identity on our own subnet needs Network Contributor there
+    # (learn.microsoft.com/azure/aks/configure-azure-cni, "prerequisites").
+    net_role = az.authorization.RoleAssignment(
+        c.name(plan, "net-contributor"), scope=subnet.id, principal_id=identity.principal_id,
+        principal_type="ServicePrincipal",
+        role_definition_id=_role_id(client.subscription_id, NETWORK_CONTRIBUTOR))
     aks = az.containerservice.ManagedCluster(
         c.name(plan, "aks"), resource_group_name=rg.name, resource_name_=c.name(plan),
         dns_prefix=c.name(plan), kubernetes_version=c.KUBERNETES_VERSION, tags=tags,
@@ -63,20 +116,33 @@ def program(plan: "Plan") -> None:
         sku={"name": "Base", "tier": "Standard"},
         disable_local_accounts=True, enable_rbac=True,
         aad_profile={"managed": True, "enable_azure_rbac": True},
+        api_server_access_profile=api_access(plan),
         oidc_issuer_profile={"enabled": True},
         security_profile={"workload_identity": {"enabled": True}},
         network_profile={"network_plugin": "azure", "network_plugin_mode": "overlay",
                          "outbound_type": "userAssignedNATGateway"},
+        # Nodes are never upgraded or reimaged under a job (the default node OS channel,
+        # NodeImage, reimages weekly); a new cluster per job gets current images.
+        auto_upgrade_profile={"upgrade_channel": "none", "node_os_upgrade_channel": "None"},
         # Spot first: the priority expander reads the ConfigMap the program writes below.
         auto_scaler_profile={"expander": "priority", "skip_nodes_with_local_storage": "false"},
         agent_pool_profiles=[{
-            "name": "system", "mode": "System", "vm_size": SYSTEM_VM_SIZE,
-            "count": c.SYSTEM_POOL_SIZE[0], "min_count": c.SYSTEM_POOL_SIZE[0],
-            "max_count": c.SYSTEM_POOL_SIZE[1], "enable_auto_scaling": True,
+            "name": system_pool.cloud_name, "mode": "System", "vm_size": system_pool.instance_type,
+            "count": system_pool.desired, "min_count": system_pool.min_nodes,
+            "max_count": system_pool.max_nodes, "enable_auto_scaling": True,
             "vnet_subnet_id": subnet.id, "enable_node_public_ip": False,
-            "enable_encryption_at_host": True, "os_disk_type": "Managed",
-            "type": "VirtualMachineScaleSets", "tags": tags,
-            "node_labels": {c.CLUSTER_TAG: plan.name, c.POOL_LABEL: "system"}}])
+            "enable_encryption_at_host": host_encryption, "os_disk_type": "Managed",
+            "os_sku": OS_SKU, "type": "VirtualMachineScaleSets", "tags": tags,
+            "node_labels": _settable(system_pool.labels)}],
+        opts=pulumi.ResourceOptions(depends_on=[net_role]))
+    # The identity running `up` administers the cluster through Azure RBAC.
+    # principal_type: the SDK's default is User; `up` run as a service principal passes
+    # reclaunch:principalType=ServicePrincipal (reclaunch.providers.azure.stack_config).
+    kind = pulumi.Config("reclaunch").get("principalType") or "User"
+    admin = az.authorization.RoleAssignment(
+        c.name(plan, "rbac-admin"), scope=aks.id, principal_id=client.object_id,
+        principal_type=kind,
+        role_definition_id=_role_id(client.subscription_id, AKS_RBAC_CLUSTER_ADMIN))
 
     ppg = az.compute.ProximityPlacementGroup(
         c.name(plan, "ppg"), resource_group_name=rg.name, tags=tags,
@@ -84,89 +150,53 @@ def program(plan: "Plan") -> None:
     if plan.max_nodes > IB_FABRIC_MAX_VMS:
         c.warn(f"{plan.max_nodes} nodes exceed one InfiniBand placement group "
                f"({IB_FABRIC_MAX_VMS} VMs): NCCL traffic between groups falls back to TCP")
-    pools = {}
-    for pool in c.gpu_pools(plan):
-        spot = pool.capacity == "spot"
-        max_price = c.spot_max_price(plan)
-        taints = [f"{c.GPU_TAINT['key']}={c.GPU_TAINT['value']}:{c.GPU_TAINT['effect']}"]
-        if spot:  # AKS requires spot pools to carry its own spot taint
-            taints.append("kubernetes.azure.com/scalesetpriority=spot:NoSchedule")
-        # Pool names: lowercase alphanumeric, <= 12 characters.
-        pool_name = pool.key.replace("-", "")[:12]
-        pools[pool.key] = az.containerservice.AgentPool(
-            c.name(plan, pool.key), resource_group_name=rg.name, resource_name_=aks.name,
-            agent_pool_name=pool_name, mode="User", vm_size=plan.instance_type,
+    cap = plan.spec.capacity
+    max_price = c.spot_max_price(plan)
+    agent_pools = {}
+    for pool in (p for p in pools if p.role == "gpu"):
+        agent_pools[pool.name] = az.containerservice.AgentPool(
+            c.name(plan, pool.name), resource_group_name=rg.name, resource_name_=aks.name,
+            agent_pool_name=pool.cloud_name, mode="User", vm_size=pool.instance_type,
             type="VirtualMachineScaleSets", count=pool.desired, min_count=pool.min_nodes,
             max_count=pool.max_nodes, enable_auto_scaling=True,
-            scale_set_priority="Spot" if spot else "Regular",
-            scale_set_eviction_policy="Delete" if spot else None,
-            spot_max_price=(max_price or -1) if spot else None,   # -1: up to on-demand
+            scale_set_priority="Spot" if pool.spot else "Regular",
+            scale_set_eviction_policy="Delete" if pool.spot else None,
+            spot_max_price=(max_price or -1) if pool.spot else None,   # -1: up to on-demand
+            capacity_reservation_group_id=cap.reservation if cap else None,
             availability_zones=plan.zones or None, vnet_subnet_id=subnet.id,
-            proximity_placement_group_id=ppg.id, enable_node_public_ip=False,
-            enable_encryption_at_host=True, os_disk_type="Managed",
-            os_disk_size_gb=OS_DISK_GIB, kubelet_disk_type="OS", os_sku="Ubuntu",
-            node_taints=taints, node_labels=c.node_labels(plan, pool), tags=tags,
+            # Capacity reservation groups do not combine with proximity placement groups
+            # (Azure capacity reservation limitations); the reservation places the VMs.
+            proximity_placement_group_id=None if cap else ppg.id, enable_node_public_ip=False,
+            enable_encryption_at_host=host_encryption, os_disk_type="Managed",
+            os_disk_size_gb=OS_DISK_GIB, kubelet_disk_type="OS", os_sku=OS_SKU,
+            node_taints=[c.taint_str(t) for t in pool.taints],
+            node_labels=_settable(pool.labels), tags=tags,
             opts=pulumi.ResourceOptions(ignore_changes=["count"]))
 
     creds = az.containerservice.list_managed_cluster_user_credentials_output(
         resource_group_name=rg.name, resource_name=aks.name, format="exec")
-    kubeconfig = creds.kubeconfigs[0].value.apply(lambda v: base64.b64decode(v).decode())
+    kubeconfig = creds.kubeconfigs[0].value.apply(
+        lambda v: non_interactive(base64.b64decode(v).decode()))
     provider = k8s.Provider(c.name(plan, "k8s"), kubeconfig=kubeconfig,
-                            opts=pulumi.ResourceOptions(depends_on=list(pools.values())))
-    priorities = "\n".join(f"{p.priority}:\n  - .*{p.key.replace('-', '')[:12]}.*"
-                           for p in c.gpu_pools(plan))
+                            opts=pulumi.ResourceOptions(
+                                depends_on=[admin, *agent_pools.values()]))
+    priorities = "\n".join(f"{p.priority}:\n  - .*{p.cloud_name}.*"
+                           for p in pools if p.role == "gpu")
     k8s.core.v1.ConfigMap(c.name(plan, "expander"), metadata={
         "name": "cluster-autoscaler-priority-expander", "namespace": "kube-system",
         "labels": c.tags(plan)},
         data={"priorities": priorities}, opts=pulumi.ResourceOptions(provider=provider))
     installed = c.install_addons(k8s, pulumi, plan, provider)
-    storage_id = _storage(az, pulumi, k8s, plan, rg, subnet, tags, provider)
+    storage_id = storage(az, pulumi, k8s, plan, rg, vnet, subnet, nsg, tags, provider,
+                         list(installed.values()), lustre_subnet=LUSTRE_SUBNET)
 
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", aks.name)
     pulumi.export("resource_group", rg.name)
-    pulumi.export("node_pools", [p.key.replace("-", "")[:12] for p in c.gpu_pools(plan)])
+    pulumi.export("node_pools", [p.cloud_name for p in pools if p.role == "gpu"])
     pulumi.export("storage_id", storage_id)
     pulumi.export("addons", sorted(installed))
 
 
-def _storage(az, pulumi, k8s, plan, rg, subnet, tags, provider):
-    kind = plan.spec.storage.kind
-    if kind == "cephfs":
-        return c.cephfs_storage_class(k8s, pulumi, plan, provider).metadata["name"]
-    if kind == "azure-files":
-        # NFS premium share: encrypted at rest (always), HTTPS/TLS1.2, reachable only from
-        # the node subnet through its service endpoint.
-        account = az.storage.StorageAccount(
-            c.name(plan, "files").replace("-", "")[:24], resource_group_name=rg.name,
-            kind="FileStorage", sku={"name": "Premium_LRS"}, tags=tags,
-            enable_https_traffic_only=False,   # NFS 4.1 does not use HTTPS; network-restricted
-            minimum_tls_version="TLS1_2", allow_blob_public_access=False,
-            allow_shared_key_access=False,
-            encryption={"key_source": "Microsoft.Storage", "require_infrastructure_encryption": True,
-                        "services": {"file": {"enabled": True, "key_type": "Account"}}},
-            network_rule_set={"default_action": "Deny", "virtual_network_rules": [
-                {"virtual_network_resource_id": subnet.id}]})
-        gib = c.storage_gib(plan, 100)
-        share = az.storage.FileShare(c.name(plan, "data"), resource_group_name=rg.name,
-                                     account_name=account.name, share_name="data",
-                                     enabled_protocols="NFS", root_squash="NoRootSquash",
-                                     share_quota=gib)
-        c.data_volume(k8s, pulumi, plan, provider, driver="file.csi.azure.com",
-                      handle=share.id, capacity_gib=gib,
-                      attributes={"resourceGroup": rg.name, "storageAccount": account.name,
-                                  "shareName": "data", "protocol": "nfs"})
-        return share.id
-    if kind == "azure-lustre":
-        tib = max(4, -(-c.storage_gib(plan, 4096) // 1024))   # AMLFS sells whole TiB, >= 4
-        fs = az.storagecache.AmlFilesystem(
-            c.name(plan, "amlfs"), resource_group_name=rg.name, tags=tags,
-            sku={"name": "AMLFS-Durable-Premium-250"}, storage_capacity_tib=tib,
-            filesystem_subnet=subnet.id, zones=plan.zones[:1] or ["1"],
-            maintenance_window={"day_of_week": "Sunday", "time_of_day_utc": "03:00"})
-        c.data_volume(k8s, pulumi, plan, provider, driver="azurelustre.csi.azure.com",
-                      handle=fs.id, capacity_gib=tib * 1024,
-                      attributes={"mgs-ip-address": fs.client_info.mgs_address,
-                                  "fs-name": "lustrefs"})
-        return fs.id
-    return None
+def _settable(labels: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in labels.items() if not k.startswith(SET_BY_AKS)}

@@ -12,25 +12,68 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
+from stacks.gcp.pools import (COMPUTE_CLASS_LABEL, SYSTEM_MACHINE, accelerator, compute_class,
+                              node_pools)
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 NODE_CIDR, POD_CIDR, SVC_CIDR, MASTER_CIDR = ("10.2.0.0/20", "10.4.0.0/14", "10.8.0.0/20",
                                               "172.16.0.0/28")
-SYSTEM_MACHINE = "e2-standard-8"
+# Node service-account roles: what GoogleCloudPlatform/cluster-toolkit
+# examples/gke-a3-megagpu/gke-a3-megagpu.yaml grants its node pool service account.
+NODE_SA_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter",
+                 "roles/monitoring.viewer", "roles/stackdriver.resourceMetadata.writer",
+                 "roles/storage.objectViewer", "roles/artifactregistry.reader")
+# GKE sets these itself; they are not node_config labels.
+SET_BY_GKE = ("cloud.google.com/", "kubernetes.io/", "node.kubernetes.io/")
+GKE_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+              "NoExecute": "NO_EXECUTE"}
+# A NO_UPGRADES maintenance exclusion may last at most 30 days (GKE maintenance windows
+# and exclusions doc); it covers the planned job with a day of slack.
+MAX_EXCLUSION_DAYS = 30
 # Jumbo frames on GPU NICs: what Google's A3 guides set for TCPX/TCPXO; RoCE VPCs use 8896.
 FABRIC_MTU = {"tcpx": 8244, "tcpxo": 8244, "rdma": 8896}
-ACCELERATOR = {  # instance prefix -> GKE accelerator type
-    "a3-megagpu": "nvidia-h100-mega-80gb", "a3-highgpu": "nvidia-h100-80gb",
-    "a3-ultragpu": "nvidia-h200-141gb", "a2-ultragpu": "nvidia-a100-80gb",
-    "a2-highgpu": "nvidia-tesla-a100", "g2-standard": "nvidia-l4",
-}
 
 
-def _accelerator(plan: "Plan") -> str:
-    prefix = "-".join((plan.instance_type or "").split("-")[:2])
-    return ACCELERATOR.get(prefix, "nvidia-" + (plan.gpu or "gpu").lower())
+def maintenance_policy(plan: "Plan", now=None) -> dict:
+    """A weekend-night window for what must still happen, and a NO_UPGRADES exclusion over
+    the planned job (control plane included), starting at the current hour."""
+    import datetime as dt
+    import math
+
+    now = (now or dt.datetime.now(dt.timezone.utc)).replace(minute=0, second=0, microsecond=0)
+    days = min(MAX_EXCLUSION_DAYS, math.ceil(plan.duration_hours / 24) + 1)
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    return {"recurring_window": {"start_time": "2026-01-03T02:00:00Z",
+                                 "end_time": "2026-01-03T08:00:00Z",
+                                 "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"},
+            "maintenance_exclusions": [{
+                "exclusion_name": "reclaunch-training", "start_time": now.strftime(fmt),
+                "end_time": (now + dt.timedelta(days=days)).strftime(fmt),
+                "exclusion_options": {"scope": "NO_UPGRADES"}}]}
+
+
+def master_access(plan: "Plan") -> tuple[dict, dict]:
+    """(private_cluster_config extra, master_authorized_networks_config): public endpoint only
+    for the spec's CIDRs or the address `up` runs from (Cluster Toolkit's `authorized_cidr`);
+    with none, a private endpoint."""
+    cidrs = c.api_cidrs(plan)
+    if not cidrs:
+        return {"enable_private_endpoint": True}, {"cidr_blocks": []}
+    return {"enable_private_endpoint": False}, {
+        "cidr_blocks": [{"cidr_block": x, "display_name": "reclaunch-api"} for x in cidrs],
+        "gcp_public_cidrs_access_enabled": False}
+
+
+def reservation_affinity(plan: "Plan") -> dict | None:
+    """`capacity: {kind: gcp-reservation}` -> consume exactly that reservation (Cluster
+    Toolkit modules/compute/gke-node-pool `reservation_affinity`)."""
+    cap = plan.spec.capacity
+    if cap is None:
+        return None
+    return {"consume_reservation_type": "SPECIFIC_RESERVATION",
+            "key": "compute.googleapis.com/reservation-name", "values": [cap.reservation]}
 
 
 def _fabric_networks(gcp, plan: "Plan", zone: str, project: str):
@@ -87,21 +130,27 @@ def program(plan: "Plan") -> None:
     sa = gcp.serviceaccount.Account(c.name(plan, "nodes", max_len=30),
                                     account_id=c.name(plan, "nodes", max_len=30),
                                     display_name=f"reclaunch {plan.name} nodes")
-    for role in ("roles/logging.logWriter", "roles/monitoring.metricWriter",
-                 "roles/artifactregistry.reader"):
+    for role in NODE_SA_ROLES:
         gcp.projects.IAMMember(c.name(plan, role.split("/")[1]), project=project, role=role,
                                member=sa.email.apply(lambda e: f"serviceAccount:{e}"))
+    endpoint, authorized = master_access(plan)
+    pools = node_pools(plan)
+    system_pool = pools[0]
+    # No release channel: on a channel GKE forces node auto-upgrade on, which reboots training
+    # nodes (Cluster Toolkit modules/scheduler/gke-cluster: release_channel default UNSPECIFIED).
     cluster = gcp.container.Cluster(
         c.name(plan, "gke"), name=c.name(plan), location=plan.region,
         node_locations=[zone], min_master_version=c.KUBERNETES_VERSION,
-        release_channel={"channel": "REGULAR"}, remove_default_node_pool=True,
+        release_channel={"channel": "UNSPECIFIED"}, remove_default_node_pool=True,
+        maintenance_policy=maintenance_policy(plan),
+        master_authorized_networks_config=authorized,
         initial_node_count=1, network=vpc.id, subnetwork=subnet.id,
         networking_mode="VPC_NATIVE", datapath_provider="ADVANCED_DATAPATH",
         enable_multi_networking=bool(extra_nets), resource_labels=labels,
         deletion_protection=False, enable_shielded_nodes=True,
         ip_allocation_policy={"cluster_secondary_range_name": "pods",
                               "services_secondary_range_name": "services"},
-        private_cluster_config={"enable_private_nodes": True, "enable_private_endpoint": False,
+        private_cluster_config={"enable_private_nodes": True, **endpoint,
                                 "master_ipv4_cidr_block": MASTER_CIDR},
         workload_identity_config={"workload_pool": f"{project}.svc.id.goog"},
         addons_config={"gcp_filestore_csi_driver_config": {"enabled": True}},
@@ -114,41 +163,44 @@ def program(plan: "Plan") -> None:
                                      "enable_integrity_monitoring": True},
         "workload_metadata_config": {"mode": "GKE_METADATA"}, "gvnic": {"enabled": True}}
     system = gcp.container.NodePool(
-        c.name(plan, "system"), cluster=cluster.id, location=plan.region, node_locations=[zone],
-        initial_node_count=c.SYSTEM_POOL_SIZE[0],
-        autoscaling={"total_min_node_count": c.SYSTEM_POOL_SIZE[0],
-                     "total_max_node_count": c.SYSTEM_POOL_SIZE[1]},
+        c.name(plan, "system"), name=system_pool.cloud_name, cluster=cluster.id,
+        location=plan.region, node_locations=[zone], initial_node_count=system_pool.desired,
+        autoscaling={"total_min_node_count": system_pool.min_nodes,
+                     "total_max_node_count": system_pool.max_nodes},
         management={"auto_repair": True, "auto_upgrade": True},
         node_config={**node_common, "machine_type": SYSTEM_MACHINE, "disk_type": "pd-balanced",
-                     "labels": {c.CLUSTER_TAG: plan.name, c.POOL_LABEL: "system"}})
+                     "labels": _settable(system_pool.labels)})
 
     if c.spot_max_price(plan):
         c.warn("GCP Spot VMs have no maximum price: spot.max_price is ignored on GKE")
     ssds = c.local_ssd_count(plan)
-    pools = {}
-    for pool in c.gpu_pools(plan):
-        pools[pool.key] = gcp.container.NodePool(
-            c.name(plan, pool.key), name=c.name(plan, pool.key, max_len=40), cluster=cluster.id,
+    gpu_pools = {}
+    for pool in (p for p in pools if p.role == "gpu"):
+        gpu_pools[pool.name] = gcp.container.NodePool(
+            c.name(plan, pool.name), name=pool.cloud_name, cluster=cluster.id,
             location=plan.region, node_locations=[zone], initial_node_count=pool.desired,
             autoscaling={"total_min_node_count": pool.min_nodes,
                          "total_max_node_count": pool.max_nodes, "location_policy": "ANY"},
-            placement_policy={"type": "COMPACT"},
-            # Upgrades would reboot training nodes mid-job; repairs are still wanted.
-            management={"auto_repair": True, "auto_upgrade": True},
+            # A specific reservation brings its own placement; COMPACT only without one.
+            placement_policy=None if plan.spec.capacity else {"type": "COMPACT"},
+            # Upgrades would reboot training nodes mid-job (Cluster Toolkit
+            # modules/compute/gke-node-pool: auto_upgrade default false); repairs still run.
+            management={"auto_repair": True, "auto_upgrade": False},
             upgrade_settings={"max_surge": 0, "max_unavailable": 1},
             network_config={"enable_private_nodes": True, "additional_node_network_configs": [
                 {"network": net.name, "subnetwork": sub.name} for _, net, sub in extra_nets]},
             node_config={
-                **node_common, "machine_type": plan.instance_type,
-                "spot": pool.capacity == "spot", "disk_type": "pd-ssd", "disk_size_gb": 200,
-                "guest_accelerators": [{"type": _accelerator(plan), "count": plan.gpus_per_node,
+                **node_common, "machine_type": pool.instance_type,
+                "spot": pool.spot, "disk_type": "pd-ssd", "disk_size_gb": 200,
+                "guest_accelerators": [{"type": accelerator(plan), "count": plan.gpus_per_node,
                                         "gpu_driver_installation_config": {
                                             "gpu_driver_version": "LATEST"}}],
                 "ephemeral_storage_local_ssd_config": (
                     {"local_ssd_count": ssds} if ssds else None),
-                "labels": c.node_labels(plan, pool),
-                "taints": [{"key": c.GPU_TAINT["key"], "value": c.GPU_TAINT["value"],
-                            "effect": "NO_SCHEDULE"}]},
+                "reservation_affinity": reservation_affinity(plan),
+                "labels": _settable(pool.labels),
+                "taints": [{"key": t["key"], "value": t["value"],
+                            "effect": GKE_EFFECT[t["effect"]]} for t in pool.taints]},
             opts=pulumi.ResourceOptions(ignore_changes=["initialNodeCount"]))
 
     kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.master_auth.cluster_ca_certificate,
@@ -167,15 +219,34 @@ def program(plan: "Plan") -> None:
             spec={"type": "Device", "parametersRef": {
                 "group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name}},
             opts=kopts)
-    installed = c.install_addons(k8s, pulumi, plan, provider, depends_on=list(pools.values()))
+    cls = compute_class(plan)
+    if cls:  # spot first, on-demand when spot has none: GKE's autoscaler follows this order
+        gpu = [p for p in pools if p.role == "gpu"]
+        k8s.apiextensions.CustomResource(
+            c.name(plan, "compute-class"), api_version="cloud.google.com/v1",
+            kind="ComputeClass", metadata={"name": cls, "labels": c.labels(plan)},
+            spec={"priorities": [{"nodepools": [p.cloud_name]}
+                                 for p in sorted(gpu, key=lambda p: -p.priority)],
+                  "nodePoolAutoCreation": {"enabled": False},
+                  "whenUnsatisfiable": "DoNotScaleUp"},
+            opts=pulumi.ResourceOptions(provider=provider, depends_on=list(gpu_pools.values())))
+    installed = c.install_addons(k8s, pulumi, plan, provider,
+                                 depends_on=list(gpu_pools.values()))
     storage_id = _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider)
 
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", cluster.name)
-    pulumi.export("node_pools", [c.name(plan, p.key, max_len=40) for p in c.gpu_pools(plan)])
+    pulumi.export("node_pools", [p.cloud_name for p in pools if p.role == "gpu"])
     pulumi.export("gpu_networks", [n for n, _, _ in extra_nets])
     pulumi.export("storage_id", storage_id)
     pulumi.export("addons", sorted(installed))
+
+
+def _settable(labels: dict[str, str]) -> dict[str, str]:
+    """Labels for node_config: ours, plus the ComputeClass label GKE wants set on manually
+    created pools; the rest of cloud.google.com/* GKE sets itself."""
+    return {k: v for k, v in labels.items()
+            if k == COMPUTE_CLASS_LABEL or not k.startswith(SET_BY_GKE)}
 
 
 def _kubeconfig(endpoint: str, ca: str, name: str) -> str:

@@ -63,7 +63,7 @@ def test_no_public_ips_on_gpu_nodes(previews, case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_volumes_encrypted_and_imdsv2(previews, case):
-    _, resources = previews(case)
+    plan, resources = previews(case)
     for r in resources:
         i = r["inputs"]
         if r["type"] == "aws:ec2/launchTemplate:LaunchTemplate":
@@ -74,8 +74,8 @@ def test_volumes_encrypted_and_imdsv2(previews, case):
             assert i["encrypted"] is True
         if r["type"] == "aws:fsx/lustreFileSystem:LustreFileSystem":
             assert i.get("kmsKeyId")
-        if r["type"] == "azure-native:containerservice:AgentPool":
-            assert i["enableEncryptionAtHost"] is True, r["name"]
+        if r["type"] == "azure-native:containerservice:AgentPool":   # opt-in: a feature flag
+            assert i["enableEncryptionAtHost"] is plan.spec.security.encryption_at_host
         if r["type"] == "azure-native:storage:StorageAccount":
             assert _get(i, "encryption.services.file.enabled") is True
 
@@ -104,3 +104,11 @@ def test_resource_count_does_not_grow_with_nodes(previews):
     _, gsmall = previews("gcp", nodes=8, min_nodes=8, max_nodes=8)
     _, gbig = previews("gcp", nodes=512, min_nodes=512, max_nodes=512)
     assert len(gsmall) == len(gbig)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_policy_holds(previews, case):
+    from stacks.policy import check
+
+    plan, resources = previews(case)
+    assert check(plan, resources) == []

@@ -11,7 +11,7 @@ from reclaunch.providers.kubecloud import (CAPACITY, QUOTA, SPOT_CAPACITY, SPOT_
 # (regex over the engine's error text, kind); first match wins, so specific before general.
 ERRORS: list[tuple[str, str]] = [
     (r"MaxSpotInstanceCountExceeded|max spot instance count", SPOT_QUOTA),
-    (r"SpotMaxPriceTooLow|capacity-not-available|UnfulfillableCapacity|"
+    (r"SpotMaxPriceTooLow|capacity-not-available|UnfulfillableCapacity|no Spot capacity|"
      r"InsufficientSpotCapacity|capacity-oversubscribed", SPOT_CAPACITY),
     (r"InsufficientInstanceCapacity|InsufficientCapacity|"
      r"Unsupported.*(availability zone|instance type)|InsufficientHostCapacity", CAPACITY),
@@ -49,12 +49,38 @@ def stack_config(plan) -> dict[str, str]:
     return {"aws:region": plan.region} if plan.region else {}
 
 
+def scaling_failures(plan, client=None, limit: int = 10) -> str:
+    """The GPU groups' failed/cancelled scaling activities, one line each, newest first.
+
+    A group that cannot launch (InsufficientInstanceCapacity, a spot or vCPU limit, a key it
+    may not use) says so only here; the engine reports a capacity-wait timeout. These lines
+    join the error text that ERRORS classifies, so the capacity fallback can act on them.
+    """
+    from stacks.aws import node_pools
+
+    if client is None:
+        import boto3
+        client = boto3.client("autoscaling", region_name=plan.region)
+    lines = []
+    for pool in node_pools(plan):
+        if pool.role != "gpu":
+            continue
+        try:
+            acts = client.describe_scaling_activities(
+                AutoScalingGroupName=pool.cloud_name, MaxRecords=limit).get("Activities", [])
+        except Exception:  # noqa: BLE001 - the group may not exist yet
+            continue
+        lines += [f"{pool.cloud_name}: {a.get('StatusCode')}: {a.get('StatusMessage', '')}"
+                  for a in acts if a.get("StatusCode") in ("Failed", "Cancelled")]
+    return "\n".join(lines)
+
+
 CLOUD = CloudSpec(name="aws", program="stacks.aws.program:program",
                   sweeper="reclaunch.providers.aws.sweep:AwsSweeper",
                   prices="reclaunch.providers.aws.pricing:fetch_prices", pip_extra="aws",
                   credentials=credentials,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
-                  stack_config=stack_config)
+                  stack_config=stack_config, diagnose=scaling_failures)
 
 
 def provider(**overrides) -> KubeCloudProvider:

@@ -43,7 +43,25 @@ def stack_config(plan) -> dict[str, str]:
     sub = os.environ.get("AZURE_SUBSCRIPTION_ID") or os.environ.get("ARM_SUBSCRIPTION_ID")
     if sub:
         cfg["azure-native:subscriptionId"] = sub
+    kind = principal_type()
+    if kind:   # the RBAC role assignment for the caller must name the right principal type
+        cfg["reclaunch:principalType"] = kind
     return cfg
+
+
+def principal_type(run=None) -> str | None:
+    """User or ServicePrincipal for the identity `up` runs as (az account show)."""
+    if os.environ.get("AZURE_CLIENT_ID") and os.environ.get("AZURE_CLIENT_SECRET"):
+        return "ServicePrincipal"
+    import subprocess
+
+    try:
+        out = (run or subprocess.run)(["az", "account", "show", "--query", "user.type", "-o",
+                                       "tsv"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    kind = (getattr(out, "stdout", "") or "").strip()
+    return {"user": "User", "servicePrincipal": "ServicePrincipal"}.get(kind)
 
 
 # SkuNotAvailable is usually region-wide for a SKU, but zonal allocation failures are not.

@@ -1,0 +1,42 @@
+"""What `up` cannot do on Azure and a person must do first. Pure; `up` prints these lines
+before it creates anything (the lead wires `manual_prerequisites` into the lifecycle)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+
+def manual_prerequisites(plan: "Plan") -> list[str]:
+    from stacks.common import fabric_kind
+
+    vcpus = (plan.offer.vcpus if plan.offer else 0) * plan.max_nodes
+    out = [f"vCPU quota: the {plan.instance_type} family must allow {vcpus} vCPUs in "
+           f"{plan.region}" + (" and 'Total Regional Spot vCPUs' as many" if plan.spot else "")
+           + " (Portal > Quotas > Compute; `az vm list-usage -l " + f"{plan.region}`)",
+           "tools: `az` logged in and `kubelogin` on PATH (`az aks install-cli`): the "
+           "kubeconfig logs in with `kubelogin get-token --login azurecli`",
+           "RBAC: the identity running `up` must be able to create role assignments (Owner, "
+           "User Access Administrator or Role Based Access Control Administrator on the "
+           "subscription): it grants itself AKS RBAC Cluster Admin and the cluster identity "
+           "Network Contributor"]
+    if fabric_kind(plan) == "infiniband":
+        # Azure/aks-rdma-infiniband tests/setup-infra/deploy-aks.sh registers this first.
+        out.append("feature AKSInfinibandSupport must be Registered: `az feature register "
+                   "--namespace Microsoft.ContainerService --name AKSInfinibandSupport`, then "
+                   "`az provider register -n Microsoft.ContainerService`")
+    if plan.spec.security.encryption_at_host:
+        out.append("feature EncryptionAtHost must be Registered: `az feature register "
+                   "--namespace Microsoft.Compute --name EncryptionAtHost`, then "
+                   "`az provider register -n Microsoft.Compute`")
+    if plan.spec.storage.kind == "azure-lustre":
+        out.append("resource provider Microsoft.StorageCache registered (`az provider register "
+                   "-n Microsoft.StorageCache`) for Azure Managed Lustre")
+    cap = plan.spec.capacity
+    if cap is not None:
+        out.append(f"capacity reservation group {cap.reservation}: create it with "
+                   f"{plan.nodes} x {plan.instance_type} reserved in {plan.region}, and let the "
+                   "cluster's identity deploy into it (Contributor on the group)")
+    return out
