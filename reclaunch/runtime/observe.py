@@ -62,6 +62,23 @@ def facts_for(plan: "Plan | None") -> "PlanFacts | None":
     return facts_from_plan(plan, usd_per_hour(plan), profile)
 
 
+def pod_lines(name: str, env: Any, *, tail_lines: int | None = None) -> Iterator[str]:
+    """Every pod's log lines through the Kubernetes logs API (`env` is a lifecycle.Env), one pod
+    after the other: a pod carries its node's ranks, and each RECLAUNCH_METRICS line names its
+    rank, so the order between pods does not matter."""
+    from reclaunch.errors import ProviderError
+    from reclaunch.runtime.journal import Journal
+
+    journal = Journal(name, clock=env.clock)
+    rec = journal.record()
+    if not journal.done("provision"):   # nothing to ask (and no Pulumi call for it)
+        raise ProviderError(f"{name} has no provisioned cluster to read logs from",
+                            hint=f"`reclaunch status {name}` says why")
+    kube = env.kube_for(env.infra.outputs(name))
+    for pod in kube.pods(rec.namespace, rec.job_name):
+        yield from kube.logs(rec.namespace, pod["name"], tail_lines=tail_lines)
+
+
 def job_lines(provider: Any, name: str) -> Iterator[str]:
     """Every rank's log lines: `all_logs` where the provider has it (all pods), else `logs`."""
     read = getattr(provider, "all_logs", None)
@@ -109,3 +126,24 @@ def measured_brief(name: str, provider: Any) -> dict[str, Any] | None:
                    projected_usd=proj.usd_total if proj else None,
                    projected_hours=proj.hours_total if proj else None)
     return out
+
+
+def master_guard(rec: Any, kube: Any, spend: float) -> tuple[str, str] | None:
+    """The budget guard at the measured rate: rank 0's newest RECLAUNCH_METRICS lines (the
+    master pod's log tail) -> runtime.budget.measured_guard. None until the rate is trusted
+    (the rule table's budget.min_intervals) or when the logs cannot be read."""
+    from reclaunch.runtime.budget import measured_guard, measured_projection
+    from reclaunch.runtime.diagnose import load_rules
+
+    try:
+        pods = [p for p in kube.pods(rec.namespace, rec.job_name) if p.get("rank") == 0]
+        if not pods:
+            return None
+        m = measure_lines(kube.logs(rec.namespace, pods[0]["name"], tail_lines=2000))
+    except ReclaunchError:
+        return None
+    lead = next((r for r in m.ranks if r.rank == 0), None) if m else None
+    if lead is None or lead.intervals < int(load_rules()["budget"]["min_intervals"]):
+        return None
+    return measured_guard(rec, spend, measured_projection(rec, spend, m.samples_per_s, m.step))
+
