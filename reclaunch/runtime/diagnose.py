@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from reclaunch.runtime.findings import Finding, evaluate
+from reclaunch.runtime.findings import Finding, duration, evaluate
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -161,12 +161,14 @@ def comparison(m: "Measured", f: PlanFacts | None, proj: Projection | None) -> l
             p and f"all-reduce {p.allreduce_s * 1e3:.2f} ms, all-to-all {p.alltoall_s * 1e3:.2f} ms "
                   "before overlap" or ""),
         row("peak memory per GPU", p and p.mem_bytes, m.peak_mem_bytes, "bytes",
-            (f"{m.mem_kind or '?'}; capacity {p.mem_capacity_bytes / 2**30:.1f} GiB" if p
-             else (m.mem_kind or ""))),
+            ("process RSS (interpreter and torch too; the plan counts tensors)" if m.mem_kind == "rss"
+             else m.mem_kind or "?") + (f"; capacity {p.mem_capacity_bytes / 2**30:.1f} GiB" if p else "")),
     ]
+    if m.mem_kind == "rss":   # not the same quantity: no measured/planned ratio
+        rows[-1]["comparable"] = False
     if p:
         rows.append(row("job duration", p.duration_hours, proj and proj.hours_total, "h",
-                        proj and f"{proj.hours_left:.2f} h left at the measured rate" or ""))
+                        proj and f"{duration(proj.hours_left)} left at the measured rate" or ""))
         rows.append(row("job cost", p.planned_usd, proj and proj.usd_total, "usd",
                         "at the measured rate" if proj else ""))
     if p and p.nodes > 1 or m.transport:

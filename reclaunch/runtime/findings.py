@@ -53,12 +53,17 @@ def env_hint(key: str, value: Any) -> str:
     return f"job.env: {{{key}: {shlex.quote(str(value))}}}"
 
 
+def duration(hours: float) -> str:
+    s = hours * 3600.0
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min" if s < 7200 else f"{hours:.1f} h"
+
+
 def _money(f, proj, factor: float) -> str:
-    """What a speed-up `factor` saves of the projected job, in hours and dollars."""
+    """What a speed-up `factor` saves of the projected job, in time and dollars."""
     if proj is None or factor <= 1.0:
         return ""
     hours = proj.hours_total * (1 - 1 / factor)
-    out = f"; the job ~{hours:.2f} h shorter"
+    out = f"; the job ~{duration(hours)} shorter"
     if proj.usd_total:
         out += f" and ~${proj.usd_total * (1 - 1 / factor):,.0f} cheaper"
     return out
@@ -260,7 +265,7 @@ def loss_nan(m, f, proj, t, mk):
     bad = [s for s, _, _, nan in m.losses if nan]
     if not bad:
         return []
-    left = (f"; at the measured rate the remaining {proj.hours_left:.2f} h"
+    left = (f"; at the measured rate the remaining {duration(proj.hours_left)}"
             + (f" (~${proj.usd_total * proj.hours_left / proj.hours_total:,.0f})"
                if proj.usd_total and proj.hours_total else "") + " would train a NaN model"
             if proj else "")

@@ -45,7 +45,8 @@ def renderables(d: dict[str, Any]) -> list[Any]:
         t.add_column(col, justify=just, overflow="fold")
     for r in d["rows"]:
         t.add_row(r["what"], fmt(r["planned"], r["unit"]), fmt(r["measured"], r["unit"]),
-                  ratio(r["planned"], r["measured"]), r.get("note") or "")
+                  ratio(r["planned"], r["measured"]) if r.get("comparable", True) else "",
+                  r.get("note") or "")
     out: list[Any] = [t]
     if len(d.get("ranks") or []) > 1:
         rt = Table(title="per rank (median of the newest intervals)")
