@@ -175,8 +175,11 @@ def comm_bound(m, f, proj, t, mk):
     if f is None or m.comm_s is None or m.step_s is None or m.step_s <= 0:
         return []
     plan = max(f.exposed_comm_s, 1e-6)
+    compute = f.embedding_s + f.dense_s
+    slower = m.fwd_bwd_s / compute if m.fwd_bwd_s and compute > 0 else 1.0
     if m.comm_s < t["factor_over_plan"] * plan or m.comm_s / m.step_s < t["min_comm_share"] \
-            or m.comm_s < t["min_comm_s"]:
+            or m.comm_s < t["min_comm_s"] \
+            or m.comm_s / plan < t["factor_over_compute"] * max(1.0, slower):
         return []
     if m.transport and f.transport and m.transport != f.transport:
         cause, fix = (f"NCCL fell back to {m.transport}",
@@ -196,7 +199,7 @@ def comm_bound(m, f, proj, t, mk):
                f"exposed communication {_ms(m.comm_s)} per step is {m.comm_s / plan:.1f}x the "
                f"plan's {_ms(f.exposed_comm_s)} ({m.comm_s / m.step_s:.0%} of the step): {cause}",
                fix, "communication as planned: " + expected,
-               numbers={"comm_over_plan": m.comm_s / plan})]
+               numbers={"comm_over_plan": m.comm_s / plan, "compute_over_plan": slower})]
 
 
 def memory_headroom(m, f, proj, t, mk):
@@ -314,6 +317,8 @@ def throughput_drift(m, f, proj, t, mk):
 def below_plan(m, f, proj, t, mk):
     if f is None or not m.samples_per_s or f.samples_per_s <= 0:
         return []
+    if m.mem_kind == "rss" and not t.get("on_cpu", True):
+        return []
     ratio = m.samples_per_s / f.samples_per_s
     if ratio >= t["min_ratio"]:
         return []
@@ -365,5 +370,11 @@ def evaluate(m, f, proj, table: dict[str, Any]) -> tuple[list[Finding], list[str
     if f is not None and f.nodes > 1 and f.transport and not m.transport:
         notes.append("no NCCL transport in the logs: set nccl.debug: INFO to see which network "
                      "NCCL uses (NET/IB, NET/OFI, NET/Socket ...)")
+    bp = (rules.get("below_plan") or {}).get("thresholds") or {}
+    if f is not None and m.mem_kind == "rss" and m.samples_per_s and f.samples_per_s > 0 \
+            and m.samples_per_s / f.samples_per_s < bp.get("min_ratio", 0.0):
+        notes.append(f"CPU run at {m.samples_per_s / f.samples_per_s:.0%} of the plan's samples/s: "
+                     "cloud: local's planner constants are a rehearsal figure for an idle machine, "
+                     "not a forecast (reclaunch/planner/data/planner.yaml)")
     found.sort(key=lambda x: SEVERITY_ORDER.get(x.severity, 9))
     return found, notes

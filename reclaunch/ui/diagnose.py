@@ -61,8 +61,8 @@ def renderables(d: dict[str, Any]) -> list[Any]:
         out.append(rt)
     findings = d.get("findings") or []
     if not findings:
-        out.append(Text("no findings: the job runs as planned (within the rule table's "
-                        f"thresholds, version {d.get('rules_version')})", style="green"))
+        out.append(Text("no findings: no rule of the table (version "
+                        f"{d.get('rules_version')}) fired", style="green"))
     for i, f in enumerate(findings, 1):
         colour = _COLOUR.get(f["severity"], "white")
         head = Text(f"{i}. [{f['severity']}] {f['title']}", style=f"bold {colour}")
