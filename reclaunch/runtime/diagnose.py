@@ -64,6 +64,7 @@ class PlanFacts:
     low_busbw_fix: str = ""
     parallelism: str = "data"
     source: str = "cluster.yaml"
+    one_host: bool = False             # every node is a process group on this machine (cloud: local)
 
     @property
     def world_size(self) -> int:
@@ -109,7 +110,8 @@ def facts_from_plan(plan: "Plan", usd_per_hour: float, profile: Any = None) -> P
         gpudirect=bool(getattr(profile, "gpudirect", False)),
         fallback_fix=getattr(profile, "fallback_fix", "") or "",
         low_busbw_fix=getattr(profile, "low_busbw_fix", "") or "",
-        parallelism=mem.parallelism, source=getattr(spec, "_source", "cluster.yaml"))
+        parallelism=mem.parallelism, source=getattr(spec, "_source", "cluster.yaml"),
+        one_host=bool(getattr(spec, "runs_here", False)))
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,8 @@ def straggler(m, f, proj, t, mk):
     busy = [(r.busy_s, r) for r in m.ranks if r.busy_s is not None]
     if len(busy) < 2:
         return []
+    one_host = bool(f and f.one_host)
+    bar = t["relative_score_one_host"] if one_host else t["relative_score"]
     worst_score, worst = 1.0, None
     for b, r in busy:
         others = median(x for x, o in busy if o.rank != r.rank)
@@ -111,7 +113,7 @@ def straggler(m, f, proj, t, mk):
         score = others / b
         if score < worst_score and b - others >= t["min_excess_s"]:
             worst_score, worst = score, (r, b, others)
-    if worst is None or worst_score >= t["relative_score"]:
+    if worst is None or worst_score >= bar:
         return []
     r, b, others = worst
     gpn = f.gpus_per_node if f else 1
@@ -127,11 +129,13 @@ def straggler(m, f, proj, t, mk):
     _, expected = _speed(m, f, proj, b - others)
     return [mk("warning",
                f"rank {r.rank} (node {node}) works {_ms(b)} per step, the others {_ms(others)} "
-               f"(relative score {worst_score:.2f} < {t['relative_score']}); every other rank waits "
+               f"(relative score {worst_score:.2f} < {bar}); every other rank waits "
                f"for it in the collectives; the excess is in {where}",
-               f"take node {node} out of the job: cordon it (kubectl cordon) and delete its pod so "
-               "the job restarts on a fresh node from the pool (elastic jobs continue without it); "
-               "nothing in cluster.yaml is wrong",
+               ("every node of this cluster shares this machine: stop what else loads its CPU, "
+                "or run fewer processes (nodes x gpus_per_node in cluster.yaml)" if one_host else
+                f"take node {node} out of the job: cordon it (kubectl cordon) and delete its pod so "
+                "the job restarts on a fresh node from the pool (elastic jobs continue without it); "
+                "nothing in cluster.yaml is wrong"),
                "without the straggler: " + expected, rank=r.rank, node=node,
                numbers={"relative_score": worst_score, "busy_s": b, "others_busy_s": others,
                         "slow_part": part})]

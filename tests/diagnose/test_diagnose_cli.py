@@ -65,7 +65,7 @@ def test_healthy_local_run(capsys, local_run):
 
 def test_planted_straggler_is_named(capsys, local_run):
     plan, write = local_run
-    write(synth.local(straggler=(1, 0.05)))
+    write(synth.local(straggler=(1, 0.20)))   # one host: past the 0.4 relative score
     code, out, _ = _cli(capsys, "diagnose", plan.name, "--json")
     d = json.loads(out)
     assert code == 0 and [f["rule"] for f in d["findings"]] == ["straggler"]

@@ -91,6 +91,15 @@ def test_straggler_names_rank_and_node_not_the_fabric(p4d):
     assert "node 1" in f.fix and "samples/s" in f.expected
 
 
+def test_one_host_contention_is_not_a_straggler(local_facts):
+    # make demo on a shared 2-core machine: rank 0 160 ms busy per step, rank 1 89 ms (0.56)
+    lines = synth.local(step_s=0.23, fwd_bwd_s=0.02, optimizer_s=0.06, comm_s=0.07,
+                        straggler=(0, 0.07))
+    assert rules_of(run(lines, local_facts)) == []
+    d = run(synth.local(straggler=(1, 0.20)), local_facts)
+    assert rules_of(d) == ["straggler"] and "shares this machine" in d.findings[0].fix
+
+
 def test_nan_loss_is_critical_with_lr_and_clipping(p4d):
     d = run(synth.run(nan_from_step=100), p4d)
     assert rules_of(d) == ["loss_nan"]

@@ -28,7 +28,7 @@ def test_planted_faults_are_named(home, provider, helpers, capsys):
 
     from reclaunch.cli import main
 
-    fault = "slow_data:0.03,straggler:1:0.06,nan_loss:60"
+    fault = "slow_data:0.05,straggler:1:0.3,nan_loss:60"   # far past shared-CPU noise
     spec = helpers.make_spec("diag", args=["--model", "deepfm", "--steps", "100", "--log-every", "10"],
                              env={"RECLAUNCH_FAULT": fault}, teardown="on_completion")
     t0 = time.monotonic()
