@@ -99,37 +99,46 @@ def data_loader_bound(m, f, proj, t, mk):
                numbers={"data_wait_share": share, "suggested_num_workers": want})]
 
 
+_PARTS = ("data_wait_s", "fwd_bwd_s", "optimizer_s")
+
+
 def straggler(m, f, proj, t, mk):
-    busy = [(r.busy_s, r) for r in m.ranks if r.busy_s is not None]
-    if len(busy) < 2:
+    """A rank slower than the median of the others, overall (busy = step - comm) or in one
+    part of the step (as NVRx scores each section): a time common to every rank, such as a
+    slow loader everywhere, must not dilute one rank's slow compute."""
+    ranks = [r for r in m.ranks if r.busy_s is not None]
+    if len(ranks) < 2 or not m.step_s:
         return []
     one_host = bool(f and f.one_host)
     bar = t["relative_score_one_host"] if one_host else t["relative_score"]
-    worst_score, worst = 1.0, None
-    for b, r in busy:
-        others = median(x for x, o in busy if o.rank != r.rank)
-        if b <= 0:
-            continue
-        score = others / b
-        if score < worst_score and b - others >= t["min_excess_s"]:
-            worst_score, worst = score, (r, b, others)
-    if worst is None or worst_score >= bar:
+    floor = max(t["min_excess_s"], t["min_excess_share"] * m.step_s)
+    worst = None    # (excess, score, rank, part)
+    for r in ranks:
+        for part in ("busy_s", *_PARTS):
+            mine = getattr(r, part)
+            others = [getattr(o, part) for o in ranks if o.rank != r.rank and getattr(o, part) is not None]
+            if mine is None or mine <= 0 or not others:
+                continue
+            ref = median(others)
+            score, excess = ref / mine, mine - ref
+            if score < bar and excess >= floor and (worst is None or excess > worst[0]):
+                worst = (excess, score, r, part)
+    if worst is None:
         return []
-    r, b, others = worst
+    excess, score, r, part = worst
+    if part == "busy_s":   # name the part that holds most of the excess
+        part = max(_PARTS, key=lambda k: (getattr(r, k) or 0.0) - median(
+            [getattr(o, k) or 0.0 for o in ranks if o.rank != r.rank]))
     gpn = f.gpus_per_node if f else 1
     node = r.rank // max(1, gpn)
-    parts = {k: getattr(r, k) for k in ("data_wait_s", "fwd_bwd_s", "optimizer_s")}
-    peers = {k: median([getattr(o, k) for o in m.ranks if o.rank != r.rank
-                        and getattr(o, k) is not None] or [0.0]) for k in parts}
-    part = max(parts, key=lambda k: (parts[k] or 0.0) - peers[k])
     where = {"data_wait_s": "its input pipeline (loader workers, its storage or network path)",
              "fwd_bwd_s": "its compute (a throttled or faulty GPU: nvidia-smi -q -d PERFORMANCE; "
                           "a noisy neighbour on the node)",
              "optimizer_s": "its optimizer step (CPU contention on the node)"}[part]
-    _, expected = _speed(m, f, proj, b - others)
+    _, expected = _speed(m, f, proj, excess)
     return [mk("warning",
-               f"rank {r.rank} (node {node}) works {_ms(b)} per step, the others {_ms(others)} "
-               f"(relative score {worst_score:.2f} < {bar}); every other rank waits "
+               f"rank {r.rank} (node {node}) is {excess * 1e3:.1f} ms per step slower than the "
+               f"median of the others (relative score {score:.2f} < {bar}); every other rank waits "
                f"for it in the collectives; the excess is in {where}",
                ("every node of this cluster shares this machine: stop what else loads its CPU, "
                 "or run fewer processes (nodes x gpus_per_node in cluster.yaml)" if one_host else
@@ -137,8 +146,7 @@ def straggler(m, f, proj, t, mk):
                 "the job restarts on a fresh node from the pool (elastic jobs continue without it); "
                 "nothing in cluster.yaml is wrong"),
                "without the straggler: " + expected, rank=r.rank, node=node,
-               numbers={"relative_score": worst_score, "busy_s": b, "others_busy_s": others,
-                        "slow_part": part})]
+               numbers={"relative_score": score, "excess_s": excess, "slow_part": part})]
 
 
 def transport_fallback(m, f, proj, t, mk):
