@@ -296,8 +296,10 @@ def loss_exploding(m, f, proj, t, mk):
     losses = [loss for _, loss, _ in pts if loss is not None]
     grads = [g for *_, g in pts if g is not None]
     why = None
-    if losses and min(losses[:-1] or losses) > 0 and losses[-1] > t["loss_rise_factor"] * min(losses[:-1]):
-        why = f"loss rose to {losses[-1]:.4g} from a low of {min(losses[:-1]):.4g}"
+    low = min(losses[:-2]) if len(losses) >= 4 else None
+    if low is not None and low > 0 and min(losses[-2:]) > t["loss_rise_factor"] * low:
+        # the newest two intervals both: one noisy interval is not a divergence
+        why = f"loss rose to {losses[-1]:.4g} from a low of {low:.4g}"
     elif len(grads) >= 4:
         early = median(grads[: len(grads) // 2])
         if early > 0 and grads[-1] > t["grad_norm_factor"] * early:

@@ -110,8 +110,8 @@ def measured_brief(name: str, provider: Any) -> dict[str, Any] | None:
     job has reported nothing. Never raises: status must not fail over a diagnosis."""
     from reclaunch.runtime.diagnose import project
 
-    try:
-        m = measure_lines(job_lines(provider, name))
+    try:   # rank 0 alone: it reports the cluster's samples/s, and status must stay cheap
+        m = measure_lines(provider.logs(name, rank=0))
         if m is None:
             return None
         facts = facts_for(plan_for(name))

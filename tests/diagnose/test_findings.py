@@ -198,7 +198,7 @@ def test_loss_exploding(local_facts):
     lines = synth.local(intervals=6)
     bumped = []
     for ln in lines:
-        if '"step":300' in ln:
+        if '"step":300' in ln or '"step":250' in ln:
             import json
             head, _, body = ln.partition("RECLAUNCH_METRICS ")
             d = json.loads(body)
@@ -207,6 +207,8 @@ def test_loss_exploding(local_facts):
         bumped.append(ln)
     d = run(bumped, local_facts)
     assert rules_of(d) == ["loss_exploding"]
+    one = [ln.replace('"loss": 9.0', '"loss": 0.5') if '"step": 250' in ln else ln for ln in bumped]
+    assert "loss_exploding" not in rules_of(run(one, local_facts))    # one noisy interval
 
 
 def test_thresholds_come_from_the_table(p4d):
