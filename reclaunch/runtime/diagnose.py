@@ -9,13 +9,14 @@ Reading logs and re-planning happen in runtime.observe.
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from reclaunch.runtime.findings import Finding, duration, evaluate
+from reclaunch.runtime import findings as rules_
+from reclaunch.runtime.findings import Finding, duration
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -177,6 +178,56 @@ def comparison(m: "Measured", f: PlanFacts | None, proj: Projection | None) -> l
         rows.append(row("NCCL transport", p and p.transport, m.transport, "",
                         "" if m.gdr is None else ("GPUDirect RDMA" if m.gdr else "no GPUDirect")))
     return rows
+
+
+# ---- the rule table, applied ---------------------------------------------------------------
+
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+# Order matters: a straggler makes every other rank wait in the collectives, so its comm time
+# is not a fabric problem; a named cause makes "below plan" redundant.
+RULES = [(rid, getattr(rules_, rid)) for rid in (
+    "loss_nan", "loss_exploding", "transport_fallback", "missing_gpudirect", "memory_headroom",
+    "memory_growth", "straggler", "data_loader_bound", "comm_bound", "throughput_drift",
+    "below_plan")]
+TIME_RULES = {"straggler", "data_loader_bound", "comm_bound", "throughput_drift", "below_plan"}
+PERF_RULES = {"transport_fallback", "missing_gpudirect", "straggler", "data_loader_bound",
+              "comm_bound"}
+
+
+def evaluate(m, f, proj, table: dict[str, Any]) -> tuple[list[Finding], list[str]]:
+    rules = table.get("rules") or {}
+    notes: list[str] = []
+    found: list[Finding] = []
+    few = min((r.intervals for r in m.ranks), default=0) < int(table.get("min_intervals", 2))
+    if few:
+        notes.append("fewer than {} logging intervals per rank so far: time-based rules wait "
+                     "for more".format(table.get("min_intervals", 2)))
+    for rid, fn in RULES:
+        cfg = rules.get(rid)
+        if cfg is None or (few and rid in TIME_RULES):
+            continue
+        if rid == "comm_bound" and any(x.rule in ("straggler", "transport_fallback") for x in found):
+            continue
+        if rid == "below_plan" and any(x.rule in PERF_RULES | {"throughput_drift"} for x in found):
+            continue
+
+        def mk(severity, what, fix, expected, _rid=rid, _cfg=cfg, **kw):
+            return Finding(rule=_rid, title=_cfg.get("title", _rid), severity=severity, what=what,
+                           fix=fix, expected=expected, sources=tuple(_cfg.get("sources", ())),
+                           as_of=str(_cfg.get("as_of", "")), **kw)
+        found.extend(fn(m, f, proj, cfg.get("thresholds") or {}, mk))
+    if f is not None and f.nodes > 1 and f.transport and not m.transport:
+        notes.append("no NCCL transport in the logs: set nccl.debug: INFO to see which network "
+                     "NCCL uses (NET/IB, NET/OFI, NET/Socket ...)")
+    bp = (rules.get("below_plan") or {}).get("thresholds") or {}
+    if f is not None and m.mem_kind == "rss" and m.samples_per_s and f.samples_per_s > 0 \
+            and m.samples_per_s / f.samples_per_s < bp.get("min_ratio", 0.0):
+        notes.append(f"CPU run at {m.samples_per_s / f.samples_per_s:.0%} of the plan's samples/s: "
+                     "cloud: local's planner constants are a rehearsal figure for an idle machine, "
+                     "not a forecast (reclaunch/planner/data/planner.yaml)")
+    found.sort(key=lambda x: SEVERITY_ORDER.get(x.severity, 9))
+    return found, notes
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The rules of `reclaunch diagnose`, one function each; thresholds come from the rule table
-(diagnose_rules.yaml), never from here. Pure: a Measured (runtime.metrics), the plan's facts
-and projection (runtime.diagnose) and the table in; Findings out.
+(diagnose_rules.yaml), never from here. Pure: a Measured (runtime.metrics), the plan's facts,
+the projection and a rule's thresholds in; Findings out. runtime.diagnose applies them in order.
 
 Each finding says what was measured, what to change in cluster.yaml or the job, and what the
 plan expects that change to buy (samples/s, hours, dollars), so a user can act on it.
@@ -13,9 +13,6 @@ import shlex
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
-
-SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -88,10 +85,15 @@ def data_loader_bound(m, f, proj, t, mk):
         return []
     now = f.num_workers if f else None
     want = min(t["max_workers"], max(t["min_workers"], (now or 0) * t["worker_factor"]))
-    fix = (f"set job.num_workers: {want} in {f.source if f else 'cluster.yaml'}"
-           + (f" (now {now})" if now is not None else "")
-           + "; each worker prefetches batches ahead (DataLoader prefetch_factor), so input "
-             "overlaps compute; if the data is remote, stage it on the storage volume")
+    if now is not None and now >= want:   # more workers would only contend for the cores
+        fix = (f"job.num_workers is {now} already: the input itself is slow; stage the dataset "
+               "on faster storage (storage.kind: a local-NVMe or parallel file system) and write "
+               "it in larger pre-shuffled shards")
+    else:
+        fix = (f"set job.num_workers: {want} in {f.source if f else 'cluster.yaml'}"
+               + (f" (now {now})" if now is not None else "")
+               + "; each worker prefetches batches ahead (DataLoader prefetch_factor), so input "
+                 "overlaps compute; if the data is remote, stage it on the storage volume")
     _, expected = _speed(m, f, proj, m.data_wait_s)
     return [mk("warning", f"ranks wait {_ms(m.data_wait_s)} of a {_ms(m.step_s)} step for input "
                           f"({share:.0%}; threshold {t['data_wait_share']:.0%})", fix,
@@ -344,51 +346,3 @@ def below_plan(m, f, proj, t, mk):
                "hardware, its constants live in reclaunch/planner/data/planner.yaml",
                f"the plan's rate would make the job {1 / ratio:.1f}x shorter"
                + _money(f, proj, 1 / ratio), numbers={"ratio": ratio})]
-
-
-# Order matters: a straggler makes every other rank wait in the collectives, so its comm time
-# is not a fabric problem; a named cause makes "below plan" redundant.
-RULES = [("loss_nan", loss_nan), ("loss_exploding", loss_exploding),
-         ("transport_fallback", transport_fallback), ("missing_gpudirect", missing_gpudirect),
-         ("memory_headroom", memory_headroom), ("memory_growth", memory_growth),
-         ("straggler", straggler), ("data_loader_bound", data_loader_bound),
-         ("comm_bound", comm_bound), ("throughput_drift", throughput_drift),
-         ("below_plan", below_plan)]
-TIME_RULES = {"straggler", "data_loader_bound", "comm_bound", "throughput_drift", "below_plan"}
-PERF_RULES = {"transport_fallback", "missing_gpudirect", "straggler", "data_loader_bound",
-              "comm_bound"}
-
-
-def evaluate(m, f, proj, table: dict[str, Any]) -> tuple[list[Finding], list[str]]:
-    rules = table.get("rules") or {}
-    notes: list[str] = []
-    found: list[Finding] = []
-    few = min((r.intervals for r in m.ranks), default=0) < int(table.get("min_intervals", 2))
-    if few:
-        notes.append("fewer than {} logging intervals per rank so far: time-based rules wait "
-                     "for more".format(table.get("min_intervals", 2)))
-    for rid, fn in RULES:
-        cfg = rules.get(rid)
-        if cfg is None or (few and rid in TIME_RULES):
-            continue
-        if rid == "comm_bound" and any(x.rule in ("straggler", "transport_fallback") for x in found):
-            continue
-        if rid == "below_plan" and any(x.rule in PERF_RULES | {"throughput_drift"} for x in found):
-            continue
-
-        def mk(severity, what, fix, expected, _rid=rid, _cfg=cfg, **kw):
-            return Finding(rule=_rid, title=_cfg.get("title", _rid), severity=severity, what=what,
-                           fix=fix, expected=expected, sources=tuple(_cfg.get("sources", ())),
-                           as_of=str(_cfg.get("as_of", "")), **kw)
-        found.extend(fn(m, f, proj, cfg.get("thresholds") or {}, mk))
-    if f is not None and f.nodes > 1 and f.transport and not m.transport:
-        notes.append("no NCCL transport in the logs: set nccl.debug: INFO to see which network "
-                     "NCCL uses (NET/IB, NET/OFI, NET/Socket ...)")
-    bp = (rules.get("below_plan") or {}).get("thresholds") or {}
-    if f is not None and m.mem_kind == "rss" and m.samples_per_s and f.samples_per_s > 0 \
-            and m.samples_per_s / f.samples_per_s < bp.get("min_ratio", 0.0):
-        notes.append(f"CPU run at {m.samples_per_s / f.samples_per_s:.0%} of the plan's samples/s: "
-                     "cloud: local's planner constants are a rehearsal figure for an idle machine, "
-                     "not a forecast (reclaunch/planner/data/planner.yaml)")
-    found.sort(key=lambda x: SEVERITY_ORDER.get(x.severity, 9))
-    return found, notes

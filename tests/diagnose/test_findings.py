@@ -7,6 +7,7 @@ that says what to change and an expected gain from the plan.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -80,6 +81,9 @@ def test_slow_data_loader_is_named_with_workers_fix(p4d):
     assert "job.num_workers: 16" in f.fix and "(now 8)" in f.fix     # plan's 8 workers x 2
     assert "samples/s" in f.expected and "x)" in f.expected
     assert f.numbers["data_wait_share"] > 0.3
+    many = dataclasses.replace(p4d, num_workers=32)
+    f = run(synth.run(slow_data_s=0.030), many).findings[0]
+    assert "is 32 already" in f.fix and "storage" in f.fix
 
 
 def test_straggler_names_rank_and_node_not_the_fabric(p4d):
