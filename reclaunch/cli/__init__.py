@@ -331,6 +331,29 @@ def logs(name: str, rank: int | None, follow: bool) -> None:
 
 
 @cli.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+def diagnose(name: str, as_json: bool) -> None:
+    """Measured against planned (memory, each part of the step, samples/s, finish time and
+    cost at the measured rate) and the likely cause when they differ, with the fix.
+
+    Exits 0 when it could diagnose (findings are information), 1 when the job has reported
+    no metrics yet, 2 on bad input.
+    """
+    from reclaunch.providers.verbs import cli_diagnose
+
+    report = cli_diagnose(name).to_json()
+    if as_json:
+        _emit_json(report)
+        return
+    from reclaunch.ui.diagnose import renderables
+
+    out = _console()
+    for r in renderables(report):
+        out.print(r)
+
+
+@cli.command()
 @click.argument("name_or_file")
 @click.option("--yes", "-y", is_flag=True)
 @click.option("--keep-storage", is_flag=True, help="Keep the dataset volume.")

@@ -48,6 +48,9 @@ class Provider(Protocol):
 
     def logs(self, name: str, rank: int | None = None, follow: bool = False) -> Iterator[str]: ...
 
+    def all_logs(self, name: str) -> Iterator[str]:
+        """Every rank's log lines so far, all pods / nodes (what `diagnose` reads)."""
+
     def down(self, name: str, *, keep_storage: bool = False, yes: bool = False,
              backend: str | None = None) -> None:
         """Destroy everything of this cluster and verify nothing is left."""

@@ -169,6 +169,10 @@ class KubeCloudProvider:
         from reclaunch.runtime import lifecycle
         return lifecycle.logs(name, self._env_for(name, backend), rank=rank, follow=follow)
 
+    def all_logs(self, name: str, backend: str | None = None) -> Iterator[str]:
+        from reclaunch.runtime.observe import pod_lines
+        return pod_lines(name, self._env_for(name, backend))
+
     def down(self, name: str, *, keep_storage: bool = False, yes: bool = False,
              backend: str | None = None) -> None:
         from reclaunch.runtime import lifecycle

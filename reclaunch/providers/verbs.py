@@ -47,14 +47,41 @@ def cli_status(name: str | None = None) -> list["JobStatus"]:
     from reclaunch.runtime.journal import known_clusters
     from reclaunch.runtime.lifecycle import _status_obj
     if name is not None:
-        return [_provider_for(name).status(name)]
+        return with_measured([_provider_for(name).status(name)])
     out = []
     for n in known_clusters():   # one unreadable cluster must not hide the others
         try:
             out.append(_provider_for(n).status(n))
         except ReclaunchError as exc:
             out.append(_status_obj(n, "?", "Unknown", str(exc)))
-    return out
+    return with_measured(out)
+
+
+# States whose job has (or had) processes that may have reported metrics.
+_MEASURABLE = ("Running", "Restarting", "Succeeded", "Failed", "Stopped")
+
+
+def with_measured(statuses: list["JobStatus"]) -> list["JobStatus"]:
+    """Add measured samples/s and the projection at that rate beside the plan
+    (details["measured"]) where the job has reported RECLAUNCH_METRICS lines."""
+    from reclaunch.errors import ReclaunchError
+    from reclaunch.runtime.observe import measured_brief
+    for st in statuses:
+        if st.state not in _MEASURABLE:
+            continue
+        try:
+            brief = measured_brief(st.name, _provider_for(st.name))
+        except ReclaunchError:
+            brief = None
+        if brief is not None:
+            st.details["measured"] = brief
+    return statuses
+
+
+def cli_diagnose(name: str):
+    """`reclaunch diagnose NAME`: the Diagnosis (runtime.diagnose) of a known cluster."""
+    from reclaunch.runtime.observe import diagnose_cluster
+    return diagnose_cluster(name, _provider_for(name))
 
 
 def cli_logs(name: str, *, rank: int | None = None, follow: bool = False) -> Iterator[str]:

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from reclaunch.runtime.budget import budget_problem, spend_so_far, usd_per_hour
+from reclaunch.runtime.budget import budget_problem, plan_extra, spend_so_far, usd_per_hour
 from reclaunch.runtime.policy import decide
 from reclaunch.errors import PlanError, ProviderError, UsageError
 from reclaunch.runtime.infra import Infra, InfraError, progress
@@ -71,7 +71,7 @@ def record_for(plan: "Plan", *, backend: str | None = None, spec_path: str | Non
         usd_per_hour=usd_per_hour(plan), spot=plan.spot,
         teardown_when=s.teardown.when, keep_on_failure=s.teardown.keep_on_failure,
         idle_minutes=s.teardown.idle_minutes, max_usd=s.budget.max_usd, backend=backend,
-        spec_path=spec_path, spec_text=spec_text)
+        spec_path=spec_path, spec_text=spec_text, extra=plan_extra(plan))
 
 
 class _Step:
@@ -253,7 +253,8 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
     journal.write("watch", "start")
     kube = env.kube_for(env.infra.outputs(rec.name))
     idle_since: float | None = None
-    seen, polls = None, 0
+    seen, polls, warned = None, 0, ""
+    every = int(env.extra.get("measure_every_polls", 10))   # read the master's metrics this often
     while True:
         try:
             state = job_state(kube.job(rec.namespace, rec.job_name, kind=rec.job_kind))
@@ -264,8 +265,16 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
         if state != seen:
             journal.write("job", "info", state=state, message=f"job {state}")
             seen = state
-        action, reason = decide(state, rec, now=now, idle_since=idle_since,
-                                spend=spend_so_far(rec, journal, now))
+        spend = spend_so_far(rec, journal, now)
+        action, reason = decide(state, rec, now=now, idle_since=idle_since, spend=spend)
+        if action == "wait" and state == "Running" and polls % every == 0:
+            from reclaunch.runtime.observe import master_guard
+            guard = master_guard(rec, kube, spend)   # the measured rate, once there is one
+            if guard and guard[0] == "stop":
+                action, reason = guard
+            elif guard and guard[1] != warned:
+                journal.write("budget", "info", message=guard[1])
+                warned = guard[1]
         polls += 1
         if action == "wait" and (max_polls is None or polls < max_polls):
             env.sleep(env.poll_seconds)

@@ -12,11 +12,33 @@ def _elapsed(seconds: float | None) -> str:
     return f"{h}h{rem // 60:02d}m" if h else f"{rem // 60}m{rem % 60:02d}s"
 
 
+def _vs(measured: float | None, planned: float | None, money: bool = False) -> str:
+    """`measured (plan planned)`, e.g. `1,234 (plan 2,000)` or `$12.00 (plan $10.00)`."""
+    f = (lambda v: f"${v:,.2f}") if money else (lambda v: f"{v:,.0f}")  # noqa: E731
+    if measured is None:
+        return "-" if planned is None else f"- (plan {f(planned)})"
+    return f(measured) + ("" if planned is None else f" (plan {f(planned)})")
+
+
+def measured_cells(s) -> tuple[str, str]:
+    """(samples/s, job cost at that rate), each beside the plan's, from details["measured"]."""
+    m = (s.details or {}).get("measured") or {}
+    if not m:
+        return "-", "-"
+    return (_vs(m.get("samples_per_s"), m.get("planned_samples_per_s")),
+            _vs(m.get("projected_usd"), m.get("planned_usd"), money=True))
+
+
 def status_table(statuses: Iterable):
     from rich.table import Table
 
+    statuses = list(statuses)
+    measured = any((s.details or {}).get("measured") for s in statuses)
     t = Table(title="reclaunch clusters")
-    for col in ("name", "cloud", "state", "nodes", "pods", "elapsed", "spend", "message"):
+    cols = ["name", "cloud", "state", "nodes", "pods", "elapsed", "spend"]
+    if measured:   # the job reported RECLAUNCH_METRICS: measured rate and projection vs plan
+        cols += ["samples/s", "job cost at that rate"]
+    for col in cols + ["message"]:
         t.add_column(col, overflow="fold")
     colour = {"Succeeded": "green", "Running": "cyan", "Failed": "red", "Restarting": "yellow"}
     for s in statuses:
@@ -26,6 +48,7 @@ def status_table(statuses: Iterable):
         nodes = ", ".join(f"{v} {k}" for k, v in sorted(caps.items())) or "-"
         pods = f"{sum(1 for p in s.pods if p.get('phase') == 'Running')}/{len(s.pods)} running" if s.pods else "-"
         spend = "-" if s.spend_usd is None else f"${s.spend_usd:,.2f}"
+        extra = list(measured_cells(s)) if measured else []
         t.add_row(s.name, s.cloud, f"[{colour.get(s.state, 'white')}]{s.state}[/]", nodes, pods,
-                  _elapsed(s.elapsed_seconds), spend, (s.message or "")[:200])
+                  _elapsed(s.elapsed_seconds), spend, *extra, (s.message or "")[:200])
     return t

@@ -27,7 +27,8 @@ def test_wheel_carries_data_files(wheel) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("reclaunch/catalog/data/instances.csv", "reclaunch/catalog/data/gpus.csv",
                    "reclaunch/catalog/data/meta.yaml", "reclaunch/planner/data/planner.yaml",
-                   "reclaunch/_k8s/addons.yaml", "stacks/aws/program.py", "stacks/gcp/Pulumi.yaml"):
+                   "reclaunch/_k8s/addons.yaml", "reclaunch/runtime/diagnose_rules.yaml",
+                   "stacks/aws/program.py", "stacks/gcp/Pulumi.yaml"):
         assert needed in names
     # Every data file in the source tree of the package ships.
     for path in (ROOT / "reclaunch").rglob("*"):

@@ -216,6 +216,10 @@ class LocalProvider:
                 return
             time.sleep(poll)
 
+    def all_logs(self, name: str) -> Iterator[str]:
+        """Every rank's lines as they stand now (what `diagnose` reads)."""
+        return self.logs(name)
+
     def down(self, name: str, *, keep_storage: bool = False, yes: bool = False,
              backend: str | None = None, grace: float = 15.0) -> None:
         """Stop every process of the cluster (verified by /proc), free its port, remove its
@@ -296,7 +300,20 @@ def _journal(plan: "Plan", spec_path: str | None) -> None:
     spec = plan.spec
     Journal(spec.name).save_record(ClusterRecord(
         name=spec.name, cloud="local", nodes=plan.nodes, spot=plan.spot,
-        teardown_when=spec.teardown.when, spec_path=spec_path))
+        teardown_when=spec.teardown.when,
+        spec_path=str(Path(spec_path).resolve()) if spec_path else None,
+        spec_text=_spec_text(spec)))
+
+
+def _spec_text(spec) -> str | None:
+    """The spec as YAML, so `diagnose` re-plans exactly what ran (the file may change or
+    not exist: tests and callers build specs in memory). It round-trips through parse_spec."""
+    try:
+        import yaml
+
+        return yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False)
+    except Exception:  # pragma: no cover - a record without it still works, minus the plan
+        return None
 
 
 def _known_hint() -> str:
