@@ -94,6 +94,20 @@ class RecEngine:
                 out[name] = (ps.sharding_type, list(ps.ranks or []))
         return out
 
+    def local_tables(self) -> tuple[list[str], list[str]]:
+        """(tables with a shard on THIS rank, replicated tables), read from the sharded state."""
+        sharded, replicated = [], []
+        for key, value in self.model.state_dict().items():
+            parts = key.split(".")
+            if len(parts) < 3 or parts[-1] != "weight" or parts[-3] not in ("embedding_bags", "embeddings"):
+                continue
+            if hasattr(value, "local_shards"):          # ShardedTensor: table/row/column-wise
+                if value.local_shards():
+                    sharded.append(parts[-2])
+            else:                                       # plain tensor: data-parallel replica
+                replicated.append(parts[-2])
+        return sorted(sharded), sorted(replicated)
+
     def describe(self) -> str:
         return f"sharding={self.plan.source} plan={self.plan.summary()}"
 

@@ -49,7 +49,7 @@ class Table:
 class Plan:
     tables: list[Table]
     world_size: int             # the world size the plan was made for
-    source: str                 # "RECLAUNCH_SHARDING" | "fallback" | "data_parallel"
+    source: str                 # "RECLAUNCH_SHARDING" | "fallback"
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -106,18 +106,16 @@ def parse(text: str) -> Plan:
     return Plan(tables, world, "RECLAUNCH_SHARDING")
 
 
-def fallback(table_rows: Sequence[int], dim: int, world_size: int, history_length: int = 0,
-             data_parallel: bool = False) -> Plan:
+def fallback(table_rows: Sequence[int], dim: int, world_size: int, history_length: int = 0) -> Plan:
     """Old env: tables t0..tN from RECLAUNCH_TABLE_ROWS, table-wise round-robin over ranks.
     DIN (history_length > 0): the last table is the behaviour sequence of that length."""
     tables = []
     for i, rows in enumerate(table_rows):
         seq = history_length > 0 and i == len(table_rows) - 1
         tables.append(Table(name=f"t{i}", rows=int(rows), dim=dim, feature=f"f{i}",
-                            sharding_type="data_parallel" if data_parallel else "table_wise",
-                            ranks=[] if data_parallel else [i % world_size],
+                            sharding_type="table_wise", ranks=[i % world_size],
                             pooling_factor=float(history_length) if seq else 1.0, sequence=seq))
-    return Plan(tables, world_size, "data_parallel" if data_parallel else "fallback")
+    return Plan(tables, world_size, "fallback")
 
 
 def for_world(plan: Plan, world: int, device_type: str) -> Plan:
@@ -149,14 +147,8 @@ def for_world(plan: Plan, world: int, device_type: str) -> Plan:
     return Plan(out, world, plan.source, notes)
 
 
-def from_env(environ, table_rows: Sequence[int], dim: int, world_size: int, history_length: int = 0,
-             force_data_parallel: bool = False) -> Plan:
+def from_env(environ, table_rows: Sequence[int], dim: int, world_size: int, history_length: int = 0) -> Plan:
     text = environ.get("RECLAUNCH_SHARDING", "").strip()
-    if force_data_parallel:
-        base = parse(text) if text else fallback(table_rows, dim, world_size, history_length)
-        tables = [Table(**{**t.__dict__, "sharding_type": "data_parallel", "ranks": [],
-                           "compute_kernel": "dense"}) for t in base.tables]
-        return Plan(tables, world_size, "data_parallel", ["--sharding data_parallel: every table replicated"])
     if text:
         return parse(text)
     return fallback(table_rows, dim, world_size, history_length)

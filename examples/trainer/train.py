@@ -250,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         f"dataset={type(source).__name__} params={engine.params} "
         f"start_step={start_step} steps={args.steps} restarts={d.restarts}")
     log(f"info engine={engine.name} {engine.describe()}")
+    if plan:
+        mine, replicated = engine.local_tables()
+        print(f"info placement rank={d.rank} sharded={','.join(mine) or '-'} "
+              f"replicated={','.join(replicated) or '-'}", flush=True)
 
     first_loss = extras.get("first_loss")
     window_loss, window_steps = 0.0, 0
