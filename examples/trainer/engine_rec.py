@@ -155,6 +155,15 @@ class RecEngine:
             # DCP reshards ShardedTensors by their saved offsets; we still say so loudly.
             self.log(f"info resharding world_size={meta.get('world_size')}->{self.d.world_size} "
                      f"(DCP loads each table into its new placement)")
+        # Optimizer state is created lazily on the first step; DCP loads in place, so make it
+        # exist first: one step with zero gradients, as TorchRec's KeyedOptimizer.init_state,
+        # but only for parameters this rank holds (a table-wise table placed elsewhere is an
+        # empty tensor here; giving it state would clash with its owner's in the checkpoint).
+        for p in self.optimizer.params.values():
+            if p.requires_grad and p.numel() > 0:
+                p.grad = torch.zeros_like(p)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
         state = self.state()
         try:
             dcp_ckpt.load(path, state)

@@ -204,6 +204,22 @@ class CommClock:
         return hook
 
 
+def write_line(text: str) -> None:
+    """One write() of the whole line: ranks sharing a pipe never interleave inside a line
+    (POSIX makes pipe writes up to PIPE_BUF = 4096 bytes atomic)."""
+    data = (text + "\n").encode()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):   # a captured/replaced stdout
+        fd = None
+    sys.stdout.flush()
+    if fd is None:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    else:
+        os.write(fd, data)
+
+
 class Fault:
     """RECLAUNCH_FAULT drill knob (tests of `reclaunch diagnose` only; comma-separated):
         slow_data:SECONDS          every batch fetch sleeps SECONDS (a starved data loader)

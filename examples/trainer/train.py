@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def log(msg: str) -> None:
         if d.is_main:
-            print(msg, flush=True)
+            metrics.write_line(msg)  # whole lines: every rank shares stdout under torchrun
 
     stop = StopFlag()
     stop.install()
@@ -252,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"info engine={engine.name} {engine.describe()}")
     if plan:
         mine, replicated = engine.local_tables()
-        print(f"info placement rank={d.rank} sharded={','.join(mine) or '-'} "
-              f"replicated={','.join(replicated) or '-'}", flush=True)
+        metrics.write_line(f"info placement rank={d.rank} sharded={','.join(mine) or '-'} "
+                           f"replicated={','.join(replicated) or '-'}")
 
     first_loss = extras.get("first_loss")
     window_loss, window_steps = 0.0, 0
@@ -283,12 +283,11 @@ def main(argv: list[str] | None = None) -> int:
         rate = iv.steps * per_rank_step / max(time.monotonic() - iv.t0, 1e-9)
         mem, kind = metrics.peak_memory(d.device)
         transport, gdr = nccl.get()
-        print(metrics.line(rank=d.rank, world_size=d.world_size, step=step, time=round(time.time(), 3),
+        metrics.write_line(metrics.line(rank=d.rank, world_size=d.world_size, step=step, time=round(time.time(), 3),
                            interval_steps=iv.steps, samples_per_s=rate,
                            global_samples_per_s=rate * d.world_size if d.is_main else None,
                            **{k: v / n for k, v in iv.sums.items()}, peak_mem_bytes=mem, mem_kind=kind,
-                           loss=loss, grad_norm=grad_norm, nccl_transport=transport, gdr=gdr, **extra),
-              flush=True)
+                           loss=loss, grad_norm=grad_norm, nccl_transport=transport, gdr=gdr, **extra))
 
     step = start_step
     engine.model.train()
