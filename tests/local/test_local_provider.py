@@ -94,8 +94,8 @@ def test_spot_reclaim_drill_resumes_from_checkpoint(home, provider, node, helper
     assert saved and len(saved) == len(entries)
     for step, path in saved:                                    # never torn: every rank's shard file complete
         meta = dcp_ckpt.verify(path)
-        assert meta["step"] == step > 0 and meta["world_size"] == 2
-        assert len([n for n in meta["files"] if n.endswith(".distcp")]) == 2
+        assert meta["step"] == step > 0 and meta["world_size"] in (1, 2)
+        assert len([n for n in meta["files"] if n.endswith(".distcp")]) == meta["world_size"]
     assert_nothing_left("drill", st.details["port"])
     provider.down("drill")
 
