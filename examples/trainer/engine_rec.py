@@ -11,7 +11,9 @@
 """
 from __future__ import annotations
 
+import logging
 import os
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -36,6 +38,11 @@ OPTIMIZERS = {"sgd": (torch.optim.SGD, torch.optim.SGD),
               "rowwise_adagrad": (RowWiseAdagrad, torch.optim.Adagrad),
               "adam": (torch.optim.Adam, torch.optim.Adam)}
 CPU_FUSED = ("sgd", "adagrad", "rowwise_adagrad")
+
+# Known, harmless noise on every rank and every start: TorchRec warns per table that a dense
+# kernel has no cache to configure, and DDP that TorchRec still passes broadcast_buffers.
+logging.getLogger("torchrec.distributed.utils").setLevel(logging.ERROR)
+warnings.filterwarnings("ignore", message=".*broadcast_buffers.*is deprecated", category=FutureWarning)
 
 
 class RecEngine:

@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     if d.device.type != "cuda" and args.precision != "fp32":
         log(f"info precision={args.precision} requested; CPU trains in fp32")
     if fault.active:
-        print(f"info fault_injection rank={d.rank} {fault.describe()}", flush=True)
+        metrics.write_line(f"info fault_injection rank={d.rank} {fault.describe()}")
 
     sequences = [(t.rows, max(1, int(round(t.pooling_factor)))) for t in plan.sequences] if plan else []
     rows = [t.rows for t in plan.pooled] if plan else args.table_rows
