@@ -55,9 +55,11 @@ class RecEngine:
         if d.device.type != "cuda" and args.optimizer not in CPU_FUSED:
             # fbgemm's CPU TBE fuses sgd/adagrad/rowwise_adagrad only
             # (fbgemm_gpu/split_table_batched_embeddings_ops_training.py, "not supported in CPU mode"):
-            # the optimizer still runs in backward, on TorchRec's dense kernel.
+            # TorchRec's dense kernel instead, whose optimizer steps with the others after backward
+            # (dense table gradient: right for the small local tables, not for big ones).
             self.plan.tables = [sharding.Table(**{**t.__dict__, "compute_kernel": "dense"}) for t in self.plan.tables]
-            self.plan.notes.append(f"fused {args.optimizer} needs CUDA on fbgemm: dense kernel, optimizer in backward")
+            self.plan.notes.append(f"fused {args.optimizer} needs CUDA on fbgemm: dense kernel, "
+                                   "embedding optimizer steps after backward")
         for note in self.plan.notes:
             log(f"info sharding_note={note!r}")
         emb_cls, dense_cls = OPTIMIZERS[args.optimizer]
@@ -130,7 +132,7 @@ class RecEngine:
         loss = F.binary_cross_entropy_with_logits(logits.float(), labels) / self.args.grad_accum
         if loss_hook:
             loss = loss_hook(loss)
-        loss.backward()  # embedding rows are updated here (fused optimizer in backward)
+        loss.backward()  # fused kernels update the embedding rows here (optimizer in backward)
         return loss.detach()
 
     def dense_grad_norm(self) -> float | None:
