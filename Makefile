@@ -10,13 +10,19 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# torch==2.13.0 (CPU) comes with the `local` extra; the cloud SDKs are not needed for the demo.
+# torch==2.13.0 (CPU) and fbgemm-gpu-cpu==1.8.0 come with the `local` extra; the cloud SDKs are
+# not needed for the demo. torchrec's own metadata asks for the CUDA fbgemm-gpu, so it goes in
+# with --no-deps after its CPU stand-in and the deps it imports (pyproject `local`).
+TORCHREC := torchrec==1.8.0
+
 $(VENV)/.demo-deps: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[local]'
+	$(BIN)/python -m pip install -q --no-deps '$(TORCHREC)'
 	touch $@
 
 $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[all,dev]'
+	$(BIN)/python -m pip install -q --no-deps '$(TORCHREC)'
 	touch $@
 
 demo: $(VENV)/.demo-deps

@@ -34,8 +34,10 @@ class SyntheticCriteo:
     """
 
     def __init__(self, table_rows: Sequence[int], batch_size: int, seed: int = 0,
-                 rank: int = 0, world_size: int = 1, alpha: float = 3.0):
+                 rank: int = 0, world_size: int = 1, alpha: float = 3.0,
+                 sequences: Sequence[tuple[int, int]] = ()):
         self.table_rows = np.asarray(table_rows, dtype=np.int64)
+        self.sequences = [(int(r), max(1, int(n))) for r, n in sequences]  # DIN: (rows, length)
         self.batch_size, self.seed, self.rank, self.world_size = batch_size, seed, rank, world_size
         self.alpha = alpha
         t = len(table_rows)
@@ -43,7 +45,7 @@ class SyntheticCriteo:
         self.w_sparse = rng.normal(0.0, 1.0, size=(t, _TEACHER_BUCKETS)) * (2.0 / np.sqrt(t))
         self.z_sparse = rng.normal(0.0, 1.0, size=(t, _TEACHER_BUCKETS, 4)) / 2.0
         self.w_dense = rng.normal(0.0, 1.0, size=NUM_DENSE) / np.sqrt(NUM_DENSE)
-        self.pair = (0, min(1, t - 1))
+        self.pair = (0, min(1, t - 1)) if t else None
 
     def _bucket(self, ids: np.ndarray) -> np.ndarray:
         return ((ids * 2654435761) & 0xFFFFFFFF) % _TEACHER_BUCKETS
@@ -57,10 +59,43 @@ class SyntheticCriteo:
         h = self._bucket(sparse)
         cols = np.arange(t)
         logit = self.w_sparse[cols, h].sum(1) + dense @ self.w_dense
-        a, c = self.pair
-        logit += (self.z_sparse[a, h[:, a]] * self.z_sparse[c, h[:, c]]).sum(1)
+        if self.pair:
+            a, c = self.pair
+            logit += (self.z_sparse[a, h[:, a]] * self.z_sparse[c, h[:, c]]).sum(1)
+        if not self.sequences:
+            labels = (rng.random(b) < 1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
+            return dense, sparse, labels
+        seq_ids, seq_lens, targets, affinity = self._behaviour(k)
+        logit = logit + affinity
         labels = (rng.random(b) < 1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
-        return dense, sparse, labels
+        return dense, sparse, labels, seq_ids, seq_lens, targets
+
+    def _behaviour(self, k: int):
+        """DIN-style behaviour sequences: each user prefers one of K item clusters (cluster =
+        id % K); most of the history comes from it, and the click logit rises with the share of
+        the history in the candidate's cluster -- learnable only by relating the target to the
+        sequence (target attention). Own RNG stream: the pooled features stay as without it."""
+        rng = np.random.default_rng([self.seed, self.rank, self.world_size, k, 0xD1])
+        b = self.batch_size
+        L = max(n for _, n in self.sequences)
+        ids = np.zeros((len(self.sequences), b, L), np.int64)
+        lens = np.zeros((len(self.sequences), b), np.int64)
+        targets = np.zeros((len(self.sequences), b), np.int64)
+        affinity = np.zeros(b)
+        for s, (rows, n) in enumerate(self.sequences):
+            kc = max(1, min(8, rows))
+            per = max(1, rows // kc)
+            pref = rng.integers(0, kc, b)
+            lens[s] = rng.integers(max(1, n // 2), n + 1, b)
+            cl = np.where(rng.random((b, n)) < 0.8, pref[:, None], rng.integers(0, kc, (b, n)))
+            hist = np.minimum((rng.random((b, n)) ** self.alpha * per).astype(np.int64) * kc + cl, rows - 1)
+            valid = np.arange(n)[None, :] < lens[s][:, None]
+            ids[s, :, :n] = np.where(valid, hist, 0)
+            tcl = np.where(rng.random(b) < 0.5, pref, rng.integers(0, kc, b))
+            targets[s] = np.minimum((rng.random(b) ** self.alpha * per).astype(np.int64) * kc + tcl, rows - 1)
+            same = ((hist % kc) == (targets[s] % kc)[:, None]) & valid
+            affinity += 4.0 * (same.sum(1) / lens[s] - 0.45)
+        return ids, lens, targets, affinity
 
 
 class ShardReader:
@@ -128,15 +163,19 @@ def has_shards(data_dir: str | None) -> bool:
 
 
 def make_source(kind: str, data_dir: str | None, table_rows: Sequence[int], batch_size: int,
-                seed: int, rank: int, world_size: int):
-    """kind: auto (shards if DATA_DIR has any, else synthetic) | synthetic | files."""
-    if kind == "files" or (kind == "auto" and has_shards(data_dir)):
+                seed: int, rank: int, world_size: int, sequences: Sequence[tuple[int, int]] = ()):
+    """kind: auto (shards if DATA_DIR has any, else synthetic) | synthetic | files.
+    sequences: DIN behaviour tables (rows, length); the shard formats carry none, so they
+    are synthetic only."""
+    if kind == "files" or (kind == "auto" and has_shards(data_dir) and not sequences):
         if not data_dir:
             raise ValueError("--dataset files needs DATA_DIR / --data-dir")
+        if sequences:
+            raise ValueError("behaviour sequences (DIN) come from the synthetic source only: use --dataset synthetic")
         return ShardReader(data_dir, batch_size, rank, world_size)
     if kind not in ("auto", "synthetic"):
         raise ValueError(f"unknown dataset kind {kind!r}: expected auto, synthetic or files")
-    return SyntheticCriteo(table_rows, batch_size, seed, rank, world_size)
+    return SyntheticCriteo(table_rows, batch_size, seed, rank, world_size, sequences=sequences)
 
 
 class BatchStream(torch.utils.data.IterableDataset):
@@ -154,8 +193,7 @@ class BatchStream(torch.utils.data.IterableDataset):
         wid, n = (info.id, info.num_workers) if info else (0, 1)
         k = self.start + wid
         while True:
-            d, s, y = self.source.batch(k)
-            yield torch.from_numpy(d), torch.from_numpy(s), torch.from_numpy(y)
+            yield tuple(torch.from_numpy(a) for a in self.source.batch(k))
             k += n
 
 

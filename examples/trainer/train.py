@@ -1,17 +1,21 @@
-"""reclaunch reference trainer: DeepFM / DCNv2 with DDP, run by torchrun or a PyTorchJob.
+"""reclaunch reference trainer: DeepFM / DCNv2 / DLRM / DIN on TorchRec, run by torchrun or a PyTorchJob.
 
     torchrun --nproc-per-node=2 examples/trainer/train.py --model deepfm --steps 300
 
-Every option is a flag and an environment variable; the flag wins. Log lines on rank 0:
+Embeddings are sharded as reclaunch's plan says (RECLAUNCH_SHARDING, see sharding.py) under
+TorchRec's DistributedModelParallel (engine_rec.py); `--engine ddp` is the plain-PyTorch
+data-parallel path (engine_ddp.py). Every option is a flag and an environment variable; the
+flag wins. Log lines on rank 0:
     step=123 loss=0.6123 samples_per_s=4567.8
     done steps=300 final_loss=0.5012 samples_per_s=41234.5
-On SIGTERM every rank finishes its step, rank 0 writes a checkpoint, and all exit 143
-so torchrun (elastic) restarts them; the restart resumes from the newest valid checkpoint.
+and on every rank, per logging interval, one `RECLAUNCH_METRICS {json}` line (metrics.py).
+On SIGTERM every rank finishes its step, all checkpoint (sharded: every rank writes its own
+shards), and all exit 143 so torchrun (elastic) restarts them; the restart resumes from the
+newest valid checkpoint.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
@@ -24,12 +28,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # run as a scrip
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 import checkpoint  # noqa: E402
 import data  # noqa: E402
-from model import build_model  # noqa: E402
-from optim import build_optimizer  # noqa: E402
+import metrics  # noqa: E402
+import sharding  # noqa: E402
 
 SIGTERM_EXIT = 128 + signal.SIGTERM
 
@@ -52,7 +55,8 @@ def _bool(text) -> bool:
 
 # flag, env var, parser, default, help
 OPTIONS = [
-    ("--model", "RECLAUNCH_MODEL", str, "deepfm", "deepfm | dcnv2"),
+    ("--model", "RECLAUNCH_MODEL", str, "deepfm", "deepfm | dcnv2 | dlrm | din"),
+    ("--engine", "RECLAUNCH_ENGINE", str, "torchrec", "torchrec (sharded by the plan) | ddp (tables replicated)"),
     ("--batch-size", "RECLAUNCH_BATCH_SIZE", _int, 256, "micro-batch per process"),
     ("--grad-accum", "RECLAUNCH_GRAD_ACCUM", _int, 1, "micro-batches per optimizer step"),
     ("--precision", "RECLAUNCH_PRECISION", str, "bf16", "fp32 | tf32 | bf16 | fp16 (CPU always runs fp32)"),
@@ -64,6 +68,9 @@ OPTIONS = [
     ("--bottom-mlp", "RECLAUNCH_BOTTOM_MLP", _ints, [64], "DCNv2 bottom MLP sizes (dense features)"),
     ("--cross-layers", "RECLAUNCH_CROSS_LAYERS", _int, 3, "DCNv2 cross layers"),
     ("--cross-rank", "RECLAUNCH_CROSS_RANK", _int, 0, "DCNv2 low-rank cross (0 = full rank)"),
+    ("--attention-mlp", "RECLAUNCH_ATTENTION_MLP", _ints, [80, 40], "DIN attention MLP sizes"),
+    ("--history-length", "RECLAUNCH_HISTORY_LENGTH", _int, 0,
+     "DIN behaviour length without RECLAUNCH_SHARDING (last table; 0: 50 for din)"),
     ("--steps", "RECLAUNCH_STEPS", _int, 300, "total optimizer steps"),
     ("--log-every", "RECLAUNCH_LOG_EVERY", _int, 20, "log a step= line every N steps"),
     ("--num-workers", "RECLAUNCH_NUM_WORKERS", _int, 0, "DataLoader workers per process"),
@@ -86,6 +93,7 @@ class Dist:
     local_rank: int
     device: torch.device
     restarts: int
+    nccl_log: str | None = None
 
     @property
     def is_main(self) -> bool:
@@ -107,7 +115,7 @@ def parse_config(argv: list[str] | None = None, environ=None) -> argparse.Namesp
             setattr(args, key, default if raw is None else conv(raw))
         except ValueError:
             parser.error(f"{flag} / {env}: cannot parse {raw!r}")
-    choices = {"model": ("deepfm", "dcnv2"), "precision": ("fp32", "tf32", "bf16", "fp16"),
+    choices = {"model": ("deepfm", "dcnv2", "dlrm", "din"), "engine": ("torchrec", "ddp"), "precision": ("fp32", "tf32", "bf16", "fp16"),
                "optimizer": ("sgd", "adagrad", "rowwise_adagrad", "adam"),
                "dataset": ("auto", "synthetic", "files")}
     for key, allowed in choices.items():
@@ -134,6 +142,8 @@ def init_distributed() -> Dist:
         torch.set_num_threads(int(threads) if threads.isdigit() and int(threads) > 0
                               else max(1, (os.cpu_count() or 1) // local_world))
     restarts = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    # NCCL says once, at init, which transport it uses (IB, EFA/OFI, socket...): keep those lines.
+    nccl_log = metrics.setup_nccl_log() if cuda and world > 1 else None
     if world > 1:
         # MASTER_ADDR/PORT, RANK, WORLD_SIZE come from torchrun or the PyTorchJob operator.
         backend = "nccl" if cuda else "gloo"
@@ -147,21 +157,7 @@ def init_distributed() -> Dist:
             dist.init_process_group(backend, store=store, rank=rank, world_size=world)
         else:
             dist.init_process_group(backend, init_method="env://")
-    return Dist(rank, world, local_rank, device, restarts)
-
-
-def precision_setup(precision: str, device: torch.device):
-    """-> (autocast context factory, GradScaler or None). CPU trains in plain fp32."""
-    if device.type != "cuda":
-        return contextlib.nullcontext, None
-    tf32 = precision in ("tf32", "bf16", "fp16")
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    if precision in ("bf16", "fp16"):
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-        scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
-        return (lambda: torch.autocast("cuda", dtype=dtype)), scaler
-    return contextlib.nullcontext, None
+    return Dist(rank, world, local_rank, device, restarts, nccl_log)
 
 
 class StopFlag:
@@ -189,34 +185,31 @@ def write_result(args, summary: dict) -> None:
         checkpoint.atomic_write_bytes(path, (json.dumps(summary, indent=2) + "\n").encode())
 
 
-def config_fingerprint(args) -> dict:
-    return {"model": args.model, "embedding_dim": args.embedding_dim, "table_rows": list(args.table_rows),
-            "mlp": list(args.mlp), "optimizer": args.optimizer}
+def config_fingerprint(args, plan=None) -> dict:
+    """What a checkpoint must match to be resumed (the placement may differ: DCP reshards)."""
+    tables = ([[t.name, t.rows, t.dim, t.sequence] for t in plan.tables] if plan
+              else [list(args.table_rows), args.embedding_dim])
+    return {"model": args.model, "engine": args.engine, "tables": tables, "mlp": list(args.mlp),
+            "optimizer": args.optimizer}
 
 
-def restore(args, d: Dist, model, optimizer, log) -> tuple[int, dict]:
-    """Load the newest valid checkpoint on every rank; -> (step, saved extras)."""
-    if not args.checkpoint_dir:
-        return 0, {}
-    if d.is_main:
-        checkpoint.remove_stale_tmp(args.checkpoint_dir)
-    found = checkpoint.latest_valid(args.checkpoint_dir, log=log) if d.is_main else None
-    state = found[2] if found else None
-    if d.world_size > 1:
-        # Rank 0 chose; it ships the state itself so ranks need not share a filesystem.
-        box = [state]
-        dist.broadcast_object_list(box, src=0)
-        state = box[0]
-    if state is None:
-        return 0, {}
-    if state.get("config") != config_fingerprint(args):
-        raise SystemExit(f"checkpoint in {args.checkpoint_dir} was written for {state.get('config')}, "
-                         f"not {config_fingerprint(args)}: use a fresh CHECKPOINT_DIR")
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    if found:
-        log(f"info resumed_from_step={state['step']} checkpoint={found[1]}")
-    return int(state["step"]), state.get("extras", {})
+def make_engine(args, d: Dist, log):
+    """-> (engine, sharding plan or None). Imports torchrec only for the torchrec engine."""
+    if args.engine == "ddp":
+        from engine_ddp import DDPEngine
+        return DDPEngine(args, d, log), None
+    from engine_rec import RecEngine
+
+    if not dist.is_initialized():  # DMP needs a process group even for one process
+        dist.init_process_group("nccl" if d.device.type == "cuda" else "gloo", store=dist.HashStore(),
+                                rank=0, world_size=1)
+    history = args.history_length or (50 if args.model == "din" else 0)
+    try:
+        plan = sharding.from_env(os.environ, args.table_rows, args.embedding_dim, d.world_size,
+                                 history if args.model == "din" else 0)
+        return RecEngine(args, d, plan, log), plan
+    except (sharding.PlanError, ValueError) as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -225,73 +218,100 @@ def main(argv: list[str] | None = None) -> int:
 
     def log(msg: str) -> None:
         if d.is_main:
-            print(msg, flush=True)
+            metrics.write_line(msg)  # whole lines: every rank shares stdout under torchrun
 
     stop = StopFlag()
     stop.install()
+    fault = metrics.Fault(os.environ.get("RECLAUNCH_FAULT"), d.rank)
     torch.manual_seed(args.seed)
-    model = build_model(args.model, args.table_rows, args.embedding_dim, args.mlp, args.bottom_mlp,
-                        args.cross_layers, args.cross_rank, fused=args.fused_embedding).to(d.device)
-    optimizer = build_optimizer(args.optimizer, model, args.lr)
-    start_step, extras = restore(args, d, model, optimizer, log)
-    ddp = d.world_size > 1
-    train_model = (torch.nn.parallel.DistributedDataParallel(
-        model, device_ids=[d.device.index] if d.device.type == "cuda" else None) if ddp else model)
-    autocast, scaler = precision_setup(args.precision, d.device)
+    engine, plan = make_engine(args, d, log)
+    fingerprint = config_fingerprint(args, plan)
+    if d.is_main and args.checkpoint_dir:
+        os.makedirs(args.checkpoint_dir, exist_ok=True)
+    start_step, extras, found = engine.restore(args.checkpoint_dir, fingerprint) if args.checkpoint_dir \
+        else (0, {}, None)
+    if found:
+        log(f"info resumed_from_step={start_step} checkpoint={found}")
+    engine.wrap()
     if d.device.type != "cuda" and args.precision != "fp32":
         log(f"info precision={args.precision} requested; CPU trains in fp32")
+    if fault.active:
+        metrics.write_line(f"info fault_injection rank={d.rank} {fault.describe()}")
 
-    source = data.make_source(args.dataset, args.data_dir, args.table_rows, args.batch_size,
-                              args.seed, d.rank, d.world_size)
+    sequences = [(t.rows, max(1, int(round(t.pooling_factor)))) for t in plan.sequences] if plan else []
+    rows = [t.rows for t in plan.pooled] if plan else args.table_rows
+    source = data.make_source(args.dataset, args.data_dir, rows, args.batch_size,
+                              args.seed, d.rank, d.world_size, sequences=sequences)
     batches = iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
                                pin_memory=d.device.type == "cuda"))
-    samples_per_step = args.batch_size * args.grad_accum * d.world_size
+    per_rank_step = args.batch_size * args.grad_accum
+    samples_per_step = per_rank_step * d.world_size
     log(f"info model={args.model} world_size={d.world_size} device={d.device.type} "
-        f"dataset={type(source).__name__} params={sum(p.numel() for p in model.parameters())} "
+        f"dataset={type(source).__name__} params={engine.params} "
         f"start_step={start_step} steps={args.steps} restarts={d.restarts}")
+    log(f"info engine={engine.name} {engine.describe()}")
+    if plan:
+        mine, replicated = engine.local_tables()
+        metrics.write_line(f"info placement rank={d.rank} sharded={','.join(mine) or '-'} "
+                           f"replicated={','.join(replicated) or '-'}")
 
     first_loss = extras.get("first_loss")
     window_loss, window_steps = 0.0, 0
     final_loss = extras.get("final_loss")
     last_ckpt_time = t_window = t_start = time.monotonic()
     ckpt_seconds = args.checkpoint_every_minutes * 60.0
+    window, run = metrics.Interval(), metrics.Interval()
+    nccl = metrics.NcclProbe(d.nccl_log)
+    grad_norm = None
 
     def save(step: int) -> None:
-        if args.checkpoint_dir and d.is_main:
-            state = {"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                     "config": config_fingerprint(args), "world_size": d.world_size,
-                     "extras": {"first_loss": first_loss, "final_loss": final_loss}}
-            path = checkpoint.save(args.checkpoint_dir, step, state, keep=args.keep_checkpoints)
+        if args.checkpoint_dir:
+            meta = {"config": fingerprint, "world_size": d.world_size, **engine.checkpoint_meta(),
+                    "extras": {"first_loss": first_loss, "final_loss": final_loss}}
+            path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints)
             log(f"info checkpoint step={step} path={path}")
-        if ddp:
-            dist.barrier()
 
     def summary(step: int, status: str) -> dict:
         elapsed = time.monotonic() - t_start
         return {"status": status, "steps": step, "first_loss": first_loss, "final_loss": final_loss,
                 "samples_per_s": round((step - start_step) * samples_per_step / max(elapsed, 1e-9), 1),
                 "resumed_from_step": start_step, "restarts": d.restarts, "world_size": d.world_size,
-                "model": args.model, "global_batch": samples_per_step}
+                "model": args.model, "global_batch": samples_per_step, "engine": engine.name}
+
+    def emit(step: int, iv: metrics.Interval, loss, **extra) -> None:
+        n = max(iv.steps, 1)
+        rate = iv.steps * per_rank_step / max(time.monotonic() - iv.t0, 1e-9)
+        mem, kind = metrics.peak_memory(d.device)
+        transport, gdr = nccl.get()
+        metrics.write_line(metrics.line(rank=d.rank, world_size=d.world_size, step=step, time=round(time.time(), 3),
+                           interval_steps=iv.steps, samples_per_s=rate,
+                           global_samples_per_s=rate * d.world_size if d.is_main else None,
+                           **{k: v / n for k, v in iv.sums.items()}, peak_mem_bytes=mem, mem_kind=kind,
+                           loss=loss, grad_norm=grad_norm, nccl_transport=transport, gdr=gdr, **extra))
 
     step = start_step
-    train_model.train()
+    engine.model.train()
     while step < args.steps:
+        t_step = time.perf_counter()
+        wait = fwd_bwd = 0.0
         step_loss = torch.zeros((), device=d.device)
-        for micro in range(args.grad_accum):
-            dense, sparse, labels = (t.to(d.device, non_blocking=True) for t in next(batches))
-            sync = not ddp or micro == args.grad_accum - 1
-            with (contextlib.nullcontext() if sync else train_model.no_sync()):
-                with autocast():
-                    logits = train_model(dense, sparse)
-                loss = F.binary_cross_entropy_with_logits(logits.float(), labels) / args.grad_accum
-                (scaler.scale(loss) if scaler else loss).backward()
-            step_loss += loss.detach()
-        if scaler:
-            scaler.step(optimizer)
-            scaler.update()
-        else:
-            optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        for _ in range(args.grad_accum):
+            t0 = time.perf_counter()
+            batch = next(batches)
+            if fault.slow_data:
+                time.sleep(fault.slow_data)
+            batch = engine.prepare(batch)
+            t1 = time.perf_counter()
+            if fault.straggle:
+                time.sleep(fault.straggle)
+            step_loss += engine.forward_backward(batch, fault.loss_hook(step + 1))
+            wait, fwd_bwd = wait + t1 - t0, fwd_bwd + time.perf_counter() - t1
+        logging = (step + 1) % args.log_every == 0 or step + 1 == args.steps
+        if logging:
+            grad_norm = engine.dense_grad_norm()
+        t2 = time.perf_counter()
+        engine.optimizer_step()
+        t3 = time.perf_counter()
         step += 1
 
         # One small collective per step: global mean loss, and agreement on stop/checkpoint
@@ -301,9 +321,15 @@ def main(argv: list[str] | None = None) -> int:
               (ckpt_seconds > 0 and now - last_ckpt_time >= ckpt_seconds)
         flags = torch.stack([step_loss.float(), torch.tensor(float(stop.set), device=d.device),
                              torch.tensor(float(due), device=d.device)])
-        if ddp:
+        if d.world_size > 1:
             dist.all_reduce(flags)
         loss_sum, stop_n, due_n = flags.tolist()
+        t4 = time.perf_counter()
+        comm_in_fwd_bwd = engine.clock.take()
+        for iv in (window, run):
+            iv.steps += 1
+            iv.add(step_s=t4 - t_step, data_wait_s=wait, fwd_bwd_s=max(0.0, fwd_bwd - comm_in_fwd_bwd),
+                   optimizer_s=t3 - t2, comm_s=comm_in_fwd_bwd + t4 - t3)
         mean_loss = loss_sum / d.world_size
         if first_loss is None:
             first_loss = mean_loss
@@ -314,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             final_loss = window_loss / window_steps
             log(f"step={step} loss={final_loss:.4f} "
                 f"samples_per_s={window_steps * samples_per_step / max(now - t_window, 1e-9):.1f}")
+            emit(step, window, final_loss)
+            window.reset()
             window_loss, window_steps, t_window = 0.0, 0, now
         if stop_n > 0:
             if window_steps:
@@ -321,27 +349,31 @@ def main(argv: list[str] | None = None) -> int:
             save(step)
             write_result(args, summary(step, "interrupted")) if d.is_main else None
             log(f"info sigterm step={step} exit={SIGTERM_EXIT}")
-            _shutdown(ddp)
+            _shutdown(d.world_size > 1)
             return SIGTERM_EXIT
         if due_n > 0 and step < args.steps:
             save(step)
             last_ckpt_time = time.monotonic()
 
-    if step > start_step or not checkpoint.list_checkpoints(args.checkpoint_dir or ""):
+    if step > start_step or not engine.list_checkpoints(args.checkpoint_dir or ""):
         save(step)
     result = summary(step, "completed")
     if d.is_main:
         write_result(args, result)
+    emit(step, run, final_loss, final=True)
     log(f"done steps={step} final_loss={final_loss if final_loss is None else f'{final_loss:.4f}'} "
         f"samples_per_s={result['samples_per_s']:.1f}")
-    _shutdown(ddp)
+    _shutdown(d.world_size > 1)
     return 0
 
 
 def _shutdown(ddp: bool) -> None:
     """Leave together: a rank that tears its process group down while a peer is still in a
     collective aborts that peer ("terminate called without an active exception")."""
-    if not (ddp and dist.is_initialized()):
+    if not dist.is_initialized():
+        return
+    if not ddp:
+        dist.destroy_process_group()
         return
     try:
         if dist.get_backend() == "gloo":

@@ -65,7 +65,7 @@ def test_end_to_end_two_nodes_succeed_and_tear_down(home, provider, helpers):
 @pytest.mark.parametrize("node", [1, 0])
 def test_spot_reclaim_drill_resumes_from_checkpoint(home, provider, node, helpers):
     sys.path.insert(0, str(helpers.REPO / "examples" / "trainer"))
-    import checkpoint
+    import dcp_ckpt
 
     spec = helpers.make_spec("drill", args=["--model", "deepfm", "--steps", "240", "--log-every", "10"],
                      every_minutes=0.1)
@@ -88,10 +88,14 @@ def test_spot_reclaim_drill_resumes_from_checkpoint(home, provider, node, helper
     assert prog["resumed_from"][0] >= rec["step_at_notice"]
     assert st.pods[node]["restarts"] == 1                       # the node was replaced once
     ckpt_dir = Path((lp.read_json(home / "local" / "drill" / "launch.json"))["env"]["CHECKPOINT_DIR"])
-    files = sorted(ckpt_dir.iterdir())
-    assert files and not [f for f in files if f.name.endswith(".tmp")]
-    for f in files:                                             # never torn: length + sha256 verify
-        assert checkpoint.load(str(f))["step"] > 0
+    entries = sorted(ckpt_dir.iterdir())
+    assert entries and not [f for f in entries if ".tmp" in f.name]
+    saved = dcp_ckpt.list_checkpoints(str(ckpt_dir))             # sharded (DCP) step-N/ directories
+    assert saved and len(saved) == len(entries)
+    for step, path in saved:                                    # never torn: every rank's shard file complete
+        meta = dcp_ckpt.verify(path)
+        assert meta["step"] == step > 0 and meta["world_size"] in (1, 2)
+        assert len([n for n in meta["files"] if n.endswith(".distcp")]) == meta["world_size"]
     assert_nothing_left("drill", st.details["port"])
     provider.down("drill")
 

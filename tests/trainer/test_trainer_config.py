@@ -28,7 +28,7 @@ def test_defaults_env_and_flag_precedence():
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("bad", [["--model", "dlrm"], ["--precision", "fp8"], ["--batch-size", "x"],
+@pytest.mark.parametrize("bad", [["--model", "xdeepfm"], ["--engine", "tf"], ["--precision", "fp8"], ["--batch-size", "x"],
                                  ["--optimizer", "lamb"], ["--grad-accum", "0"]])
 def test_bad_values_are_usage_errors(bad):
     with pytest.raises(SystemExit) as exc:

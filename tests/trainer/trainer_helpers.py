@@ -11,8 +11,8 @@ TRAINER_DIR = Path(__file__).resolve().parents[2] / "examples" / "trainer"
 TRAIN_PY = TRAINER_DIR / "train.py"
 
 # Small and quick on a 2-core CPU.
-SMALL = ["--table-rows", "200,100,50,20,10,5,3,300,150,80,60,40,30,25,20,15,12,10,8,6,5,4,3,3,2,2",
-         "--embedding-dim", "8", "--mlp", "32,16", "--batch-size", "128"]
+SMALL_ROWS = [200, 100, 50, 20, 10, 5, 3, 300, 150, 80, 60, 40, 30, 25, 20, 15, 12, 10, 8, 6, 5, 4, 3, 3, 2, 2]
+SMALL = ["--table-rows", ",".join(map(str, SMALL_ROWS)), "--embedding-dim", "8", "--mlp", "32,16", "--batch-size", "128"]
 
 
 def free_port() -> int:
@@ -38,8 +38,8 @@ def torchrun_cmd(nproc: int, *args: str, max_restarts: int = 0) -> list[str]:
             f"--max-restarts={max_restarts}", "--monitor-interval=0.2", str(TRAIN_PY), *args]
 
 
-def run_single(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(TRAIN_PY), *args], env=clean_env(), capture_output=True,
+def run_single(*args: str, timeout: float = 90, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(TRAIN_PY), *args], env=clean_env(**(env or {})), capture_output=True,
                           text=True, timeout=timeout)
 
 

@@ -1,0 +1,196 @@
+"""The TorchRec engine: embeddings sharded by the plan under DistributedModelParallel.
+
+- tables: one EmbeddingBagConfig per plan table (rec_model.py), sharded EXACTLY as the plan
+  says (sharding.py -> TorchRec's construct_module_sharding_plan), never re-planned here;
+- optimizer: the embedding optimizer is fused into the backward pass
+  (torch.distributed.optim._apply_optimizer_in_backward, which TorchRec turns into FBGEMM's
+  fused TBE update: rows are updated as their gradients are produced, no dense embedding
+  gradient ever exists); the dense part (DDP-wrapped by DMP) has a KeyedOptimizerWrapper;
+  both are one CombinedOptimizer, so one state_dict holds them;
+- checkpoints: torch.distributed.checkpoint (dcp_ckpt.py), each rank writes its own shards.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.distributed.optim import _apply_optimizer_in_backward
+from torchrec.distributed.model_parallel import DistributedModelParallel, get_default_sharders
+from torchrec.distributed.types import ShardedModule, ShardingEnv, ShardingPlan
+from torchrec.optim.keyed import CombinedOptimizer, KeyedOptimizerWrapper
+from torchrec.optim.optimizers import in_backward_optimizer_filter
+from torchrec.optim.rowwise_adagrad import RowWiseAdagrad
+
+import dcp_ckpt
+from metrics import CommClock
+import rec_model
+import sharding
+from optim import DEFAULT_LR
+
+# (embedding optimizer, dense optimizer): FBGEMM's fused kernels implement these
+# (torchrec/distributed/utils.py maps torch.optim classes to EmbOptimType).
+OPTIMIZERS = {"sgd": (torch.optim.SGD, torch.optim.SGD),
+              "adagrad": (torch.optim.Adagrad, torch.optim.Adagrad),
+              "rowwise_adagrad": (RowWiseAdagrad, torch.optim.Adagrad),
+              "adam": (torch.optim.Adam, torch.optim.Adam)}
+CPU_FUSED = ("sgd", "adagrad", "rowwise_adagrad")
+
+# Known, harmless noise on every rank and every start: TorchRec warns per table that a dense
+# kernel has no cache to configure, and DDP that TorchRec still passes broadcast_buffers.
+logging.getLogger("torchrec.distributed.utils").setLevel(logging.ERROR)
+warnings.filterwarnings("ignore", message=".*broadcast_buffers.*is deprecated", category=FutureWarning)
+
+
+class RecEngine:
+    name = "torchrec"
+
+    def __init__(self, args, d, plan: sharding.Plan, log):
+        self.args, self.d, self.log = args, d, log
+        self.clock = CommClock()
+        self.plan = sharding.for_world(plan, d.world_size, d.device.type)
+        if d.device.type != "cuda" and args.optimizer not in CPU_FUSED:
+            # fbgemm's CPU TBE fuses sgd/adagrad/rowwise_adagrad only
+            # (fbgemm_gpu/split_table_batched_embeddings_ops_training.py, "not supported in CPU mode"):
+            # TorchRec's dense kernel instead, whose optimizer steps with the others after backward
+            # (dense table gradient: right for the small local tables, not for big ones).
+            self.plan.tables = [sharding.Table(**{**t.__dict__, "compute_kernel": "dense"}) for t in self.plan.tables]
+            self.plan.notes.append(f"fused {args.optimizer} needs CUDA on fbgemm: dense kernel, "
+                                   "embedding optimizer steps after backward")
+        for note in self.plan.notes:
+            log(f"info sharding_note={note!r}")
+        emb_cls, dense_cls = OPTIMIZERS[args.optimizer]
+        lr = DEFAULT_LR[args.optimizer] if args.lr is None else args.lr
+        # The sparse part is built on the meta device: DMP materialises each shard where the
+        # plan puts it, so no rank ever allocates a whole table it does not own.
+        model = rec_model.build(args.model, self.plan, args.mlp, args.bottom_mlp, args.cross_layers,
+                                args.cross_rank, args.attention_mlp, torch.device("meta"))
+        sparse = rec_model.sparse_modules(model)
+        for m in sparse.values():
+            _apply_optimizer_in_backward(emb_cls, m.parameters(), {"lr": lr})
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        by_name = {t.name: t for t in self.plan.tables}
+        module_plans = {}
+        for path, m in sparse.items():
+            names = [c.name for c in (m.embedding_bag_configs() if hasattr(m, "embedding_bag_configs")
+                                      else m.embedding_configs())]
+            module_plans[path] = sharding.module_plan(m, [by_name[n] for n in names], d.world_size,
+                                                      local, d.device.type)
+        self.sharding_plan = ShardingPlan(plan=module_plans)
+        env = ShardingEnv.from_process_group(dist.group.WORLD)
+        self.model = DistributedModelParallel(model, env=env, device=d.device, plan=self.sharding_plan,
+                                              sharders=get_default_sharders())
+        for m in self.model.modules():
+            if isinstance(m, ShardedModule):
+                self.clock.instrument(m)
+        ddp = self.model._dmp_wrapped_module
+        if isinstance(ddp, torch.nn.parallel.DistributedDataParallel):
+            ddp.register_comm_hook(None, self.clock.ddp_hook(ddp.process_group))
+        dense = KeyedOptimizerWrapper(dict(in_backward_optimizer_filter(self.model.named_parameters())),
+                                      lambda params: dense_cls(params, lr=lr))
+        self.optimizer = CombinedOptimizer([self.model.fused_optimizer, dense])
+        self.params = sum(t.rows * t.dim for t in self.plan.tables) + sum(
+            p.numel() for _, p in in_backward_optimizer_filter(self.model.named_parameters()))
+
+    def table_ranks(self) -> dict[str, tuple[str, list[int]]]:
+        """table -> (sharding type, ranks) as DMP actually sharded it (read back from its plan)."""
+        out = {}
+        for module_plan in self.model.plan.plan.values():
+            for name, ps in module_plan.items():
+                out[name] = (ps.sharding_type, list(ps.ranks or []))
+        return out
+
+    def local_tables(self) -> tuple[list[str], list[str]]:
+        """(tables with a shard on THIS rank, replicated tables), read from the sharded state."""
+        sharded, replicated = [], []
+        for key, value in self.model.state_dict().items():
+            parts = key.split(".")
+            if len(parts) < 3 or parts[-1] != "weight" or parts[-3] not in ("embedding_bags", "embeddings"):
+                continue
+            if hasattr(value, "local_shards"):          # ShardedTensor: table/row/column-wise
+                if value.local_shards():
+                    sharded.append(parts[-2])
+            else:                                       # plain tensor: data-parallel replica
+                replicated.append(parts[-2])
+        return sorted(sharded), sorted(replicated)
+
+    def describe(self) -> str:
+        return f"sharding={self.plan.source} plan={self.plan.summary()}"
+
+    def prepare(self, batch):
+        dense, labels = batch[0], batch[2]
+        kjt = rec_model.to_kjt(self.plan, batch)
+        dev = self.d.device
+        return dense.to(dev, non_blocking=True), kjt.to(dev, non_blocking=True), labels.to(dev, non_blocking=True)
+
+    def forward_backward(self, batch, loss_hook=None) -> torch.Tensor:
+        dense, kjt, labels = batch
+        logits = self.model(dense, kjt)
+        loss = F.binary_cross_entropy_with_logits(logits.float(), labels) / self.args.grad_accum
+        if loss_hook:
+            loss = loss_hook(loss)
+        loss.backward()  # fused kernels update the embedding rows here (optimizer in backward)
+        return loss.detach()
+
+    def dense_grad_norm(self) -> float | None:
+        grads = [p.grad.detach().float().norm() for _, p in
+                 in_backward_optimizer_filter(self.model.named_parameters()) if p.grad is not None]
+        return float(torch.stack(grads).norm()) if grads else None
+
+    def optimizer_step(self) -> None:
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def state(self) -> dict:
+        return {"model": self.model.state_dict(), "optim": self.optimizer.state_dict()}
+
+    def save(self, directory: str, step: int, meta: dict, keep: int) -> str:
+        return dcp_ckpt.save(directory, step, self.state(), meta, keep, self.d.is_main)
+
+    def restore(self, directory: str, fingerprint: dict) -> tuple[int, dict, str | None]:
+        found = dcp_ckpt.latest(directory, self.d.is_main, self.log)
+        if found is None:
+            return 0, {}, None
+        path, meta = found
+        if meta.get("config") != fingerprint:
+            raise SystemExit(f"checkpoint {path} was written for {meta.get('config')}, not {fingerprint}: "
+                             "use a fresh CHECKPOINT_DIR")
+        saved = meta.get("sharding") or {}
+        now = {n: list(v) for n, v in self.table_ranks().items()}
+        if meta.get("world_size") != self.d.world_size and saved != now:
+            # DCP reshards ShardedTensors by their saved offsets; we still say so loudly.
+            self.log(f"info resharding world_size={meta.get('world_size')}->{self.d.world_size} "
+                     f"(DCP loads each table into its new placement)")
+        # Optimizer state is created lazily on the first step; DCP loads in place, so make it
+        # exist first: one step with zero gradients, as TorchRec's KeyedOptimizer.init_state,
+        # but only for parameters this rank holds (a table-wise table placed elsewhere is an
+        # empty tensor here; giving it state would clash with its owner's in the checkpoint).
+        for p in self.optimizer.params.values():
+            if p.requires_grad and p.numel() > 0:
+                p.grad = torch.zeros_like(p)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        state = self.state()
+        try:
+            dcp_ckpt.load(path, state)
+        except Exception as exc:
+            if meta.get("world_size") != self.d.world_size:
+                raise SystemExit(f"checkpoint {path} was written by {meta.get('world_size')} ranks and cannot be "
+                                 f"resharded onto {self.d.world_size} ({type(exc).__name__}: {exc}); keep the "
+                                 "world size fixed (the plan's elastic policy) or start a fresh CHECKPOINT_DIR")
+            raise
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optim"])
+        return int(meta["step"]), meta.get("extras", {}), path
+
+    def wrap(self) -> None:  # DMP wrapped the dense part in DDP at construction
+        pass
+
+    def list_checkpoints(self, directory: str):
+        return dcp_ckpt.list_checkpoints(directory)
+
+    def checkpoint_meta(self) -> dict:
+        return {"sharding": {n: list(v) for n, v in self.table_ranks().items()}}
