@@ -80,3 +80,22 @@ def schedule(plan: "Plan", pools: Sequence[Any], addons: Sequence[dict[str, Any]
     pods = [p for role, objs in launch_objects(plan).items() for p in pods_of(objs, role)]
     capacity = {pool.name: pool_capacity(plan, pool, catalog) for pool in pools}
     return check(pods, pools, addons, capacity)
+
+
+def for_plan(plan: "Plan", catalog: Any = None) -> list[dict[str, Any]]:
+    """The check against the plan's own stack (stacks.<cloud>.node_pools and the add-on facts
+    of k8s/addons.yaml). A target without a stack has no pools: nothing to check, []."""
+    from reclaunch.manifests.stackfacts import addon_facts, node_pools, stack_package
+
+    if stack_package(plan.cloud) is None:
+        return []
+    return schedule(plan, node_pools(plan), addon_facts(plan), catalog)
+
+
+def refusal(rows: Sequence[dict[str, Any]]) -> str | None:
+    """One line naming the pods that cannot be placed and the first reason of each."""
+    bad = [r for r in rows if not r["fits"]]
+    if not bad:
+        return None
+    return "; ".join(f"{r['pod']} ({r['role']}): {(r['reasons'] or ['no pool'])[0]}"
+                     for r in bad)

@@ -212,6 +212,23 @@ def fit_reasons(pod: PodDemand, pool: Any, addons: Sequence[Mapping[str, Any]],
     return reasons
 
 
+def _affinity_keys(spec: Mapping[str, Any]) -> list[str]:
+    terms = (((spec.get("affinity") or {}).get("podAffinity") or {})
+             .get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+    return [t["topologyKey"] for t in terms if t.get("topologyKey")]
+
+
+def _room(pod: PodDemand, fitting: Sequence[Any]) -> int:
+    """Nodes the pod's replicas can use at once: with a required pod affinity on a topology
+    key (one RDMA fabric), only pools sharing a value of that key count together."""
+    groups: dict[tuple[str, ...], int] = {}
+    keys = _affinity_keys(pod.spec)
+    for p in fitting:
+        group = tuple(str((_get(p, "labels") or {}).get(k)) for k in keys)
+        groups[group] = groups.get(group, 0) + int(_get(p, "max_nodes"))
+    return max(groups.values(), default=0)
+
+
 def place(pod: PodDemand, pools: Sequence[Any], addons: Sequence[Mapping[str, Any]],
           capacity: Mapping[str, Mapping[str, Fraction] | None]) -> dict[str, Any]:
     """One row: the pools `pod` fits on, or every pool's reasons."""
@@ -225,9 +242,10 @@ def place(pod: PodDemand, pools: Sequence[Any], addons: Sequence[Mapping[str, An
             reasons += [f"{_get(pool, 'name')}: {w}" for w in why]
         else:
             fitting.append(pool)
-    room = sum(int(_get(p, "max_nodes")) for p in fitting)
+    room = _room(pod, fitting)
     if fitting and room < pod.replicas:
-        reasons.append(f"needs {pod.replicas} nodes, the pools it fits on hold at most {room}")
+        reasons.append(f"needs {pod.replicas} nodes, the pools it fits on hold at most {room}"
+                       + (" on one fabric" if _affinity_keys(pod.spec) else ""))
         fitting = []
     if not pools:
         reasons.append("the stack has no node pools")

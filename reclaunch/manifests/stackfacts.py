@@ -52,7 +52,8 @@ def addon_facts(plan: "Plan") -> list[dict[str, Any]]:
         return []
     from stacks import common
 
-    return common.addon_facts(plan)
+    facts = getattr(common, "addon_facts", None)   # absent: the stack states no facts
+    return facts(plan) if facts else []
 
 
 def fabric_group_label(plan: "Plan") -> str | None:
