@@ -24,6 +24,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from .apiserver import api_server_rules, effective_requests, is_extended, quantity
 
 NODE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+# Which pools (NodePool.role) each kind of pod is for: job pods run on the GPU pools the stack
+# makes for them, everything else on the system pool.
+POOL_ROLE = {"training": "gpu", "preflight": "gpu", "rendezvous": "system"}
 _BLOCKING = ("NoSchedule", "NoExecute")
 
 
@@ -231,12 +234,19 @@ def _room(pod: PodDemand, fitting: Sequence[Any]) -> int:
 
 def place(pod: PodDemand, pools: Sequence[Any], addons: Sequence[Mapping[str, Any]],
           capacity: Mapping[str, Mapping[str, Fraction] | None]) -> dict[str, Any]:
-    """One row: the pools `pod` fits on, or every pool's reasons."""
+    """One row: the pools `pod` lands on, or why not.
+
+    The stack makes its GPU pools for the job and its system pool for everything else, so a
+    job pod must fit EVERY pool of its role (POOL_ROLE): a spot pool whose nodes cannot run
+    it would be billed idle while the job waits on the on-demand fallback.
+    """
     if pod.problems:
         return {"pod": pod.name, "role": pod.role, "replicas": pod.replicas, "pool": None,
                 "fits": False, "reasons": [f"API server rejects: {p}" for p in pod.problems]}
+    role = POOL_ROLE.get(pod.role)
+    target = [p for p in pools if role is None or _get(p, "role") == role]
     fitting, reasons = [], []
-    for pool in pools:
+    for pool in target:
         why = fit_reasons(pod, pool, addons, capacity.get(_get(pool, "name")))
         if why:
             reasons += [f"{_get(pool, 'name')}: {w}" for w in why]
@@ -246,12 +256,11 @@ def place(pod: PodDemand, pools: Sequence[Any], addons: Sequence[Mapping[str, An
     if fitting and room < pod.replicas:
         reasons.append(f"needs {pod.replicas} nodes, the pools it fits on hold at most {room}"
                        + (" on one fabric" if _affinity_keys(pod.spec) else ""))
-        fitting = []
-    if not pools:
-        reasons.append("the stack has no node pools")
+    if not target:
+        reasons.append(f"the stack has no {role or ''} node pool".replace("  ", " "))
     return {"pod": pod.name, "role": pod.role, "replicas": pod.replicas,
             "pool": ", ".join(_get(p, "name") for p in fitting) or None,
-            "fits": bool(fitting), "reasons": [] if fitting else reasons}
+            "fits": not reasons, "reasons": reasons}
 
 
 def check(pods: Sequence[PodDemand], pools: Sequence[Any], addons: Sequence[Mapping[str, Any]],
