@@ -126,9 +126,10 @@ def _spot_checkpoints(s: "Spec", kinds: tuple[str, ...]) -> list[Problem]:
     ckpt, mount = s.job.checkpoint.path, s.storage.mount_path.rstrip("/")
     if s.storage.kind == "none":
         shared = ", ".join(k for k in kinds if k != "none")
-        return [(("storage",), "spot.enabled needs shared storage for checkpoints (a reclaimed "
-                 f"node takes the container's files with it): set storage.kind ({shared}) or "
-                 "spot.enabled: false")]
+        # Reported at spot.enabled (the line the user wrote; `storage` may be absent).
+        return [(("spot", "enabled"), "needs storage for checkpoints every node mounts (a "
+                 "reclaimed node takes the container's files with it): storage.kind is none; "
+                 f"set storage.kind ({shared}) or spot.enabled: false")]
     if ckpt.startswith("/") and ckpt != mount and not ckpt.startswith(mount + "/"):
         return [(("job", "checkpoint", "path"), f"{ckpt} is outside the storage mount {mount}: "
                  "with spot.enabled a reclaim would lose it; use a path under it or a relative one")]
