@@ -190,32 +190,42 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
               help="Write one file per object into this directory instead of stdout.")
 @click.option("--preflight", is_flag=True,
-              help="Also render the NCCL all-reduce check (every GPU of every node).")
+              help="Also render the NCCL all-reduce check (every GPU of every node); with "
+                   "--out it goes to DIR/preflight/, applied on its own before DIR.")
 def render(file: str, out_dir: str | None, preflight: bool) -> None:
     """Kubernetes manifests for the job (Namespace, plan ConfigMap, storage, PyTorchJob)."""
     from pathlib import Path
 
     from reclaunch import planner
-    from reclaunch.manifests.job import file_name, preflight_job, render as render_plan, to_yaml
+    from reclaunch.manifests.job import (file_name, preflight_job, prerequisites,
+                                         render as render_plan, to_yaml)
 
     spec, catalog = _load(file)
     the_plan = planner.make_plan(spec, catalog)
     objs = render_plan(the_plan)
-    if preflight:
-        objs.append(preflight_job(the_plan))
+    pre = [*prerequisites(the_plan), preflight_job(the_plan)] if preflight else []
     if not out_dir:
-        click.echo(to_yaml(objs), nl=False)
+        click.echo(to_yaml(objs + pre[-1:]), nl=False)
         return
+    # Two folders: `kubectl apply -f DIR` must not start the preflight beside the training
+    # job (both want every GPU). DIR/preflight holds what the preflight needs to run alone.
     out = Path(out_dir)
+    written = 0
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        for i, obj in enumerate(objs):
-            (out / file_name(i, obj)).write_text(to_yaml([obj]))
+        for folder, group in ((out, objs), (out / "preflight", pre)):
+            if not group:
+                continue
+            folder.mkdir(parents=True, exist_ok=True)
+            for i, obj in enumerate(group):
+                (folder / file_name(i, obj)).write_text(to_yaml([obj]))
+                written += 1
     except OSError as exc:
         from reclaunch.errors import output_error
 
         raise output_error(out_dir, exc) from None
-    click.echo(f"wrote {len(objs)} files to {out}", err=True)
+    click.echo(f"wrote {written} files to {out}" + (
+        f" (the preflight in {out / 'preflight'}: apply it first, alone)" if pre else ""),
+        err=True)
 
 
 # ------------------------------------------------------------------ catalog refresh / preview
@@ -245,17 +255,30 @@ def catalog_refresh(cloud, region, instance, dry_run, as_json) -> None:
 
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="The resources as a JSON list.")
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object: {resources: [...], schedule: [...]}.")
 def preview(file: str, as_json: bool) -> None:
-    """What `pulumi up` would create, from the Pulumi program run under mocks (no credentials)."""
-    from reclaunch.providers import preview_file
-    from reclaunch.ui.preview import render_preview
+    """What `pulumi up` would create, from the Pulumi program run under mocks (no credentials),
+    and where every pod of the launch would be scheduled.
 
-    resources = preview_file(file)
+    Exits 1 (after printing) when a pod fits no node pool: `up` would refuse it.
+    """
+    from reclaunch import planner
+    from reclaunch.manifests.placement import for_plan
+    from reclaunch.providers import preview_plan
+    from reclaunch.ui.preview import render_preview, render_schedule
+
+    spec, catalog = _load(file)
+    the_plan = planner.make_plan(spec, catalog)
+    resources = preview_plan(the_plan)
+    rows = for_plan(the_plan, catalog)
     if as_json:
-        _emit_json(resources)
+        _emit_json({"resources": resources, "schedule": rows})
     else:
         _console().print(render_preview(resources))
+        _console().print(render_schedule(rows))
+    if any(not r["fits"] for r in rows):
+        sys.exit(1)
 
 
 # ------------------------------------------------------------------ up / status / logs / down

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from reclaunch.errors import PlanError
 from reclaunch.fabric.profiles import DATE, PCIE_GEN4, PROFILES, FabricProfile, Member
 
 __all__ = ["DATE", "PROFILES", "FabricProfile", "Member", "PodRequirements", "get_profile",
-           "profile_for", "nccl_env", "pod_requirements", "gke_networks", "FABRICS"]
+           "profile_for", "nccl_env", "pod_requirements", "gke_networks", "FABRICS",
+           "single_node", "ld_library_export", "topology_config_map"]
 
 FABRICS = ("efa", "infiniband", "tcpx", "tcpxo", "rdma", "ethernet")
 DEBUG_LEVELS = ("WARN", "INFO")
@@ -134,6 +136,8 @@ class PodRequirements:
     including nvidia.com/gpu. env: container env that is not NCCL's (LD_LIBRARY_PATH ...);
     merge it with nccl_env(). init_containers are native sidecars (restartPolicy Always).
     exit_file: when set, the training command must `touch` it on exit so the sidecars stop.
+    ld_library_path: directories the launch command prepends to LD_LIBRARY_PATH
+    (ld_library_export). config_maps: {name: data} the renderer must create for `volumes`.
     """
 
     resources: dict[str, Any] = field(default_factory=dict)
@@ -146,6 +150,8 @@ class PodRequirements:
     env: dict[str, str] = field(default_factory=dict)
     shm_size: str = "64Gi"
     exit_file: str | None = None
+    ld_library_path: list[str] = field(default_factory=list)
+    config_maps: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def gke_networks(profile: FabricProfile, cluster_name: str) -> list[dict[str, str]]:
@@ -163,8 +169,36 @@ def _copy(obj: Any) -> Any:
     return obj
 
 
-def pod_requirements(profile: FabricProfile, cluster_name: str,
-                     gpus_per_node: int) -> PodRequirements:
+def single_node(profile: FabricProfile) -> FabricProfile:
+    """The profile for a job that never leaves one node: NVLink/PCIe only, so no network
+    devices, hugepages, NICs, sidecars or NCCL net settings that could block scheduling or
+    make NCCL look for a plugin the pod does not mount. Bandwidth figures are kept."""
+    return replace(profile, env=MappingProxyType({}), pod_env=MappingProxyType({}),
+                   resources=MappingProxyType({}), hugepages=MappingProxyType({}),
+                   capabilities=(), annotations=MappingProxyType({}), gke_interfaces=(),
+                   device_annotation_container=None, extra_devices=(), sidecars=(),
+                   init_containers=(), volumes=(), volume_mounts=(), exit_file=None,
+                   ld_library_path=(), topology=None, transport=None, gpudirect=False,
+                   env_script=None)
+
+
+def ld_library_export(dirs: list[str] | tuple[str, ...]) -> str:
+    """The shell line that prepends `dirs` to the image's LD_LIBRARY_PATH (kept, not replaced)."""
+    joined = ":".join(dirs)
+    return f'export LD_LIBRARY_PATH="{joined}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"'
+
+
+def topology_config_map(cluster_name: str) -> str:
+    return f"{cluster_name}-nccl-topo"
+
+
+def pod_requirements(profile: FabricProfile, cluster_name: str, gpus_per_node: int, *,
+                     rxdm_image: str | None = None) -> PodRequirements:
+    """What `profile` adds to a pod. `rxdm_image` fills the TCPXO daemon image, which the
+    profile table leaves to the pinned installer row (fabric.tcpxo.RXDM_IMAGE)."""
+    from reclaunch.fabric import tcpxo
+    from reclaunch.fabric.topology import FILE_NAME, MOUNT_DIR, TOPOLOGIES
+
     resources: dict[str, Any] = {}
     if profile.fabric != "gloo" and gpus_per_node > 0:
         resources["nvidia.com/gpu"] = gpus_per_node
@@ -178,9 +212,23 @@ def pod_requirements(profile: FabricProfile, cluster_name: str,
         devices = [f"/dev/nvidia{i}" for i in range(gpus_per_node)] + list(profile.extra_devices)
         annotations[f"devices.gke.io/container.{profile.device_annotation_container}"] = (
             "".join(f"- path: {d}\n" for d in devices))
+    init_containers = _copy(profile.init_containers)
+    for c in init_containers:
+        if c.get("image") == tcpxo.RXDM_IMAGE:
+            if not rxdm_image:
+                raise PlanError(f"fabric {profile.name} needs the pinned tcpxo-daemon image",
+                                hint="k8s/addons.yaml gpudirect.tcpxo.rxdm_image")
+            c["image"] = rxdm_image
+    volumes, mounts = _copy(profile.volumes), _copy(profile.volume_mounts)
+    config_maps: dict[str, dict[str, str]] = {}
+    if profile.topology:
+        name = topology_config_map(cluster_name)
+        config_maps[name] = {FILE_NAME: TOPOLOGIES[profile.topology]}
+        volumes.append({"name": "nccl-topology", "configMap": {"name": name}})
+        mounts.append({"name": "nccl-topology", "mountPath": MOUNT_DIR, "readOnly": True})
     return PodRequirements(
         resources=resources, annotations=annotations,
-        capabilities=list(profile.capabilities),
-        volumes=_copy(profile.volumes), volume_mounts=_copy(profile.volume_mounts),
-        init_containers=_copy(profile.init_containers), sidecars=_copy(profile.sidecars),
-        env=dict(profile.pod_env), shm_size=profile.shm_size, exit_file=profile.exit_file)
+        capabilities=list(profile.capabilities), volumes=volumes, volume_mounts=mounts,
+        init_containers=init_containers, sidecars=_copy(profile.sidecars),
+        env=dict(profile.pod_env), shm_size=profile.shm_size, exit_file=profile.exit_file,
+        ld_library_path=list(profile.ld_library_path), config_maps=config_maps)

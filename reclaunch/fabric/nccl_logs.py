@@ -144,6 +144,11 @@ class NcclDebug:
     no_socket_iface: bool = False
     version: str | None = None
     warnings: tuple[str, ...] = ()
+    # GPUDirect RDMA on the primary transport: NCCL appends /GDRDMA to a channel's
+    # `via NET/<net>/<dev>` line when the NIC reads/writes GPU memory directly (NCCL
+    # src/transport/net.cc). None: no channel lines; True: every one has it.
+    gdr: bool | None = None
+    gdr_channels: tuple[int, int] = (0, 0)   # (channel lines with /GDRDMA, all of them)
 
 
 _NETWORK_NAMES = {"aws libfabric": "NET/OFI", "libfabric": "NET/OFI", "aws": "NET/OFI",
@@ -164,6 +169,7 @@ def parse_nccl_debug(text: str) -> NcclDebug:
     `Using network X`, then the `NET/X : Using ...` init lines (RDMA ones first)."""
     seen: list[str] = []
     via: dict[str, int] = {}
+    via_gdr: dict[str, int] = {}
     using: list[str] = []
     provider = version = None
     ifaces: list[str] = []
@@ -178,6 +184,8 @@ def parse_nccl_debug(text: str) -> NcclDebug:
         if m := re.search(r"via NET/([^/]+)/", line):   # "NET/AWS Libfabric/0/GDRDMA"
             tok = _net_token(m.group(1))
             via[tok] = via.get(tok, 0) + 1
+            if re.search(r"via NET/[^/]+/\d+/GDRDMA", line):
+                via_gdr[tok] = via_gdr.get(tok, 0) + 1
         if m := re.search(r"Using network (.+?)\s*$", line):
             using.append(_net_token(m.group(1)))
             if using[-1] not in seen:
@@ -202,5 +210,7 @@ def parse_nccl_debug(text: str) -> NcclDebug:
     else:
         inits = [t for t in seen if t in _RDMA_NETS] or seen
         primary = inits[0] if inits else None
+    gdr_channels = (via_gdr.get(primary or "", 0), via.get(primary or "", 0))
+    gdr = None if not gdr_channels[1] else gdr_channels[0] == gdr_channels[1]
     return NcclDebug(tuple(seen), primary, provider, tuple(dict.fromkeys(ifaces)),
-                     plugin_missing, no_iface, version, tuple(warnings))
+                     plugin_missing, no_iface, version, tuple(warnings), gdr, gdr_channels)

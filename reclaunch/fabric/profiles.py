@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from reclaunch.fabric import tcpxo
+from reclaunch.fabric.topology import FILE_NAME as TOPO_FILE, MOUNT_DIR as TOPO_DIR
+
 DATE = "2026-11"
 
 # Intra-node all_reduce busbw, 1 node, 8 GB (fabrics.md, Azure/AI-benchmarking-guide). The same
@@ -72,6 +75,11 @@ class FabricProfile:
     volumes: tuple[Mapping[str, Any], ...] = ()
     volume_mounts: tuple[Mapping[str, Any], ...] = ()  # for the training container
     exit_file: str | None = None      # touch on exit so a non-native sidecar stops too
+    # Directories the launch command prepends to the image's LD_LIBRARY_PATH (a pod `env`
+    # entry would replace the image's value, and Kubernetes cannot expand the image's env).
+    ld_library_path: tuple[str, ...] = ()
+    topology: str | None = None       # NCCL topology file (fabric.topology) shipped as ConfigMap
+    gdr_fix: str = ""                 # what to check when NCCL ran without GPUDirect RDMA
     shm_size: str = "64Gi"
     transport: str | None = None      # token NCCL_DEBUG=INFO prints for this fabric
     link_gbps: float = 0.0            # per-node inter-node link rate, Gbit/s
@@ -98,34 +106,51 @@ def _mount(name: str, path: str, read_only: bool = False) -> Mapping[str, Any]:
 
 
 _EFA_ENV = {"FI_EFA_USE_DEVICE_RDMA": "1", "NCCL_SOCKET_IFNAME": "^lo,docker"}
+# Where the EFA installer puts libfabric (/opt/amazon/efa/lib) and aws-ofi-nccl
+# (/opt/amazon/ofi-nccl/lib[/x86_64-linux-gnu] since installer 1.29; /opt/aws-ofi-nccl/install/lib
+# when built from source), plus a source-built NCCL: the paths every image of
+# aws-samples/awsome-distributed-training puts on LD_LIBRARY_PATH
+# (micro-benchmarks/nccl-tests/nccl-tests.Dockerfile, kubernetes/nccl-tests.yaml,
+# 3.test_cases/megatron/*/Dockerfile). An image without them runs NCCL on sockets; the
+# preflight reports that as a fallback with the plugin missing.
+_EFA_LIBS = ("/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "/opt/amazon/ofi-nccl/lib",
+             "/opt/aws-ofi-nccl/install/lib", "/opt/amazon/efa/lib", "/opt/nccl/build/lib")
+_EFA_GDR = ("set FI_EFA_USE_DEVICE_RDMA=1 (p4d/p5 support RDMA read), use aws-ofi-nccl >= 1.7 "
+            "and libfabric >= 1.18 in the image, and request every EFA device of the node")
 _EFA_SOURCE = "aws-ofi-nccl docs (efa-env-var.md, tuner.md); EKS user guide (node-efa)"
 _EFA_HUGEPAGES = _ro({"hugepages-2Mi": "5120Mi"})
 _EFA_FALLBACK = (
-    "use an image with the aws-ofi-nccl plugin (>= 1.7.3 on P5) and libfabric >= 1.18; request "
+    "use an image with libfabric >= 1.18 (EFA installer, /opt/amazon/efa/lib) and the "
+    "aws-ofi-nccl plugin (>= 1.7.3 on P5; /opt/amazon/ofi-nccl/lib or /opt/aws-ofi-nccl/install/"
+    "lib, which the launch prepends to LD_LIBRARY_PATH); request "
     "vpc.amazonaws.com/efa in the pod (the EFA device plugin DaemonSet must run on the nodes); "
     "run the nodes in a cluster placement group with EFA-enabled security groups")
 _EFA_LOW = ("check every EFA device is requested, the nodes share a cluster placement group, "
             "and the plugin/NCCL versions match; calibrate with >= 4 nodes")
 
+# NCCL_NET_GDR_LEVEL and the topology file as Azure's AKS samples set them
+# (Azure/aks-rdma-infiniband tests/scenarios/k8s/values.yaml ncclEnvVars: NCCL_NET_GDR_LEVEL=SYS;
+# templates/mpi-job.yaml: NCCL_TOPO_FILE=/opt/nvidia-topology/topo.xml from a ConfigMap).
 _AZ_ENV = {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0",
-           "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+           "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "NCCL_NET_GDR_LEVEL": "SYS",
+           "NCCL_TOPO_FILE": f"{TOPO_DIR}/{TOPO_FILE}"}
 _AZ_SOURCE = "Azure azhpc-images (ndv4.sh, ndv5.sh, nccl.conf); Azure/aks-rdma-infiniband"
 _AZ_FALLBACK = (
     "install the NVIDIA Network Operator (nodes labelled "
     "feature.node.kubernetes.io/pci-15b3.present=true) with the IB device plugin, request rdma/ib "
     "and add the IPC_LOCK capability; the cluster needs the AKSInfinibandSupport feature")
-_AZ_LOW = ("check the NCCL_TOPO_FILE is mounted from the host, GPUDirect RDMA (nvidia-peermem) "
+_AZ_GDR = ("load nvidia-peermem on the GPU nodes (the nvidia-peermem-reloader add-on of "
+           "Azure/aks-rdma-infiniband) and keep NCCL_NET_GDR_LEVEL=SYS with the topology file")
+_AZ_LOW = ("check the NCCL_TOPO_FILE ConfigMap is mounted, GPUDirect RDMA (nvidia-peermem) "
            "is loaded and every IB port is Active (ibstat); busbw under 180 GB/s on HDR is a "
            "node or link fault (Azure's own line): cordon the node and run the test pairwise")
-_AZ_TOPO_VOL = _host("azure-topology", "/opt/microsoft")
-_AZ_TOPO_MOUNT = _mount("azure-topology", "/opt/microsoft", read_only=True)
 
 _GKE_SOURCE = "GoogleCloudPlatform container-engine-accelerators ({}); cluster-toolkit"
 _NVIDIA_LIBS = _host("nvidia-libs", "/home/kubernetes/bin/nvidia")
 _NVIDIA_LIBS_MOUNT = _mount("nvidia-libs", "/usr/local/nvidia")
 _SYS = (_host("sys", "/sys"), _host("proc-sys", "/proc/sys"))
 _SYS_MOUNTS = (_mount("sys", "/hostsysfs"), _mount("proc-sys", "/hostprocsysfs"))
-_GKE_LD = _ro({"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64"})
+_GKE_LD = ("/usr/local/nvidia/lib64",)   # prepended, as the vendors' env scripts do
 _CHUNKS = {"NCCL_P2P_NET_CHUNKSIZE": "524288", "NCCL_P2P_PCI_CHUNKSIZE": "524288",
            "NCCL_P2P_NVL_CHUNKSIZE": "1048576"}
 
@@ -144,6 +169,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         measured_2node_busbw_gbs=78.3, inter_node_busbw_gbs=50.0, busbw_threshold_gbs=62.6,
         threshold_basis="0.8 x 78.3 GB/s (p4de, 2 nodes, 2 GiB; awsome-distributed-training)",
         fallback_fix=_EFA_FALLBACK, low_busbw_fix=_EFA_LOW,
+        ld_library_path=_EFA_LIBS, gdr_fix=_EFA_GDR,
         notes="at-scale figure is the 400 Gbps link (50 GB/s): the 2-node 78.3 exceeds it. "
               "NCCL_SOCKET_IFNAME excludes lo/docker (pods name their interface eth0, so the "
               "host's 'en' prefix would not match); FI_PROVIDER, NCCL_PROTO, *_FORK_SAFE and "
@@ -158,6 +184,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         measured_2node_busbw_gbs=437.8, inter_node_busbw_gbs=400.0, busbw_threshold_gbs=350.2,
         threshold_basis="0.8 x 437.8 GB/s (p5, 2 nodes EKS, 2 GiB; awsome-distributed-training)",
         fallback_fix=_EFA_FALLBACK, low_busbw_fix=_EFA_LOW,
+        ld_library_path=_EFA_LIBS, gdr_fix=_EFA_GDR,
         notes="32 x 100 Gbps EFA. At-scale figure is the 3200 Gbps link (400 GB/s); Slurm "
               "measured 487.1 at 16 GiB. The OFI tuner is a no-op at <= 2 nodes."),
     FabricProfile(
@@ -170,6 +197,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         measured_2node_busbw_gbs=None, inter_node_busbw_gbs=400.0, busbw_threshold_gbs=350.2,
         threshold_basis="p5's 0.8 x 437.8 GB/s: same 3200 Gbps per node (16 x 200 Gbps EFA)",
         fallback_fix=_EFA_FALLBACK, low_busbw_fix=_EFA_LOW,
+        ld_library_path=_EFA_LIBS, gdr_fix=_EFA_GDR,
         notes="not measured: reuses p5's figures because the per-node link rate is the same."),
     FabricProfile(
         name="efa-g", fabric="efa", clouds=("aws",),
@@ -185,6 +213,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         inter_node_busbw_gbs=6.25, busbw_threshold_gbs=5.0,
         threshold_basis="0.8 x derived figure (not measured)",
         fallback_fix=_EFA_FALLBACK, low_busbw_fix=_EFA_LOW,
+        ld_library_path=_EFA_LIBS, gdr_fix=_EFA_GDR,
         notes="not measured: inter-node derived as 0.5 x link rate (no GPUDirect RDMA, host "
               "bounce): 40 Gbps -> 2.5, 100 Gbps -> 6.25, 400 Gbps -> 25 GB/s. "
               "FI_EFA_USE_DEVICE_RDMA is left unset (no RDMA read on these parts)."),
@@ -193,9 +222,8 @@ PROFILES: tuple[FabricProfile, ...] = (
         members=(Member("Standard_ND96asr_v4", HGX_A100),
                  Member("Standard_ND96amsr_A100_v4", HGX_A100)),
         source=_AZ_SOURCE, date=DATE,
-        env=_ro({**_AZ_ENV, "NCCL_TOPO_FILE": "/opt/microsoft/ndv4-topo.xml"}),
+        env=_ro(_AZ_ENV), topology="ndv4", gdr_fix=_AZ_GDR,
         resources=_ro({"rdma/ib": 8}), capabilities=("IPC_LOCK",),
-        volumes=(_AZ_TOPO_VOL,), volume_mounts=(_AZ_TOPO_MOUNT,),
         transport="NET/IB", link_gbps=1600, gpudirect=True,
         measured_2node_busbw_gbs=187.2, inter_node_busbw_gbs=187.2, busbw_threshold_gbs=180.0,
         threshold_basis="Azure's own fault line: < 180 GB/s on HDR, 2 nodes, 8 GiB "
@@ -208,10 +236,9 @@ PROFILES: tuple[FabricProfile, ...] = (
         members=(Member("Standard_ND96isr_H100_v5", HGX_H100),
                  Member("Standard_ND96isr_H200_v5", HGX_H200)),
         source=_AZ_SOURCE, date=DATE,
-        env=_ro({**_AZ_ENV, "NCCL_TOPO_FILE": "/opt/microsoft/ndv5-topo.xml",
-                 "NCCL_IGNORE_CPU_AFFINITY": "1"}),
+        env=_ro({**_AZ_ENV,
+                 "NCCL_IGNORE_CPU_AFFINITY": "1"}), topology="ndv5", gdr_fix=_AZ_GDR,
         resources=_ro({"rdma/ib": 8}), capabilities=("IPC_LOCK",),
-        volumes=(_AZ_TOPO_VOL,), volume_mounts=(_AZ_TOPO_MOUNT,),
         transport="NET/IB", link_gbps=3200, gpudirect=True,
         inter_node_busbw_gbs=320.0, busbw_threshold_gbs=256.0,
         threshold_basis="0.8 x derived 320 GB/s (not measured)",
@@ -231,7 +258,7 @@ PROFILES: tuple[FabricProfile, ...] = (
                  "NCCL_NSOCKS_PERTHREAD": "4", "NCCL_SOCKET_NTHREADS": "1",
                  "NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX": "/run/tcpx",
                  "NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS": "500000"}),
-        pod_env=_GKE_LD,
+        ld_library_path=_GKE_LD,
         annotations=_ro({"networking.gke.io/default-interface": "eth0"}),
         gke_interfaces=(("eth0", "default"),) + _gpu_nics(1, 4, "{cluster}-gpu-{i}"),
         sidecars=(_ro({
@@ -268,40 +295,14 @@ PROFILES: tuple[FabricProfile, ...] = (
         name="gcp-tcpxo", fabric="tcpxo", clouds=("gcp",),
         members=(Member("a3-megagpu-", HGX_H100),),
         source=_GKE_SOURCE.format("gpudirect-tcpxo") + "; NVIDIA aicr GKE TCPXO guide", date=DATE,
-        env=_ro({"NCCL_FASTRAK_CTRL_DEV": "eth0",
-                 "NCCL_FASTRAK_IFNAME": "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8",
-                 "NCCL_SOCKET_IFNAME": "eth0", "NCCL_CROSS_NIC": "0",
-                 "NCCL_PROTO": "Simple,LL128", "NCCL_MIN_NCHANNELS": "4",
-                 "NCCL_TUNER_PLUGIN": "libnccl-tuner.so",
-                 "NCCL_TUNER_CONFIG_PATH": "/usr/local/nvidia/lib64/a3plus_tuner_config.textproto",
-                 "NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE":
-                     "/usr/local/nvidia/lib64/a3plus_guest_config.textproto",
-                 "NCCL_NVLSTREE_MAX_CHUNKSIZE": "131072", **_CHUNKS,
-                 "NCCL_FASTRAK_NUM_FLOWS": "2", "NCCL_FASTRAK_USE_SNAP": "1",
-                 "NCCL_FASTRAK_USE_LLCM": "1", "NCCL_FASTRAK_ENABLE_CONTROL_CHANNEL": "0",
-                 "NCCL_FASTRAK_PLUGIN_ACCEPT_TIMEOUT_MS": "600000",
-                 "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY": "/dev/aperture_devices",
-                 "NCCL_BUFFSIZE": "8388608", "NCCL_NET_GDR_LEVEL": "PIX",
-                 "NCCL_NVLS_ENABLE": "1"}),
-        pod_env=_ro({**_GKE_LD, "NCCL_LIB_DIR": "/usr/local/nvidia/lib64"}),
-        env_script="/usr/local/nvidia/lib64/nccl-env-profile.sh",
+        env=tcpxo.ENV,
+        pod_env=_ro({"NCCL_LIB_DIR": tcpxo.NCCL_LIB_DIR}), ld_library_path=(tcpxo.NCCL_LIB_DIR,),
+        env_script=f"{tcpxo.NCCL_LIB_DIR}/nccl-env-profile.sh",
         annotations=_ro({"networking.gke.io/default-interface": "eth0"}),
         gke_interfaces=(("eth0", "default"),) + _gpu_nics(1, 8, "{cluster}-gpu-{i}"),
         device_annotation_container="tcpxo-daemon",
         extra_devices=("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/dmabuf_import_helper"),
-        init_containers=(_ro({
-            "name": "tcpxo-daemon",
-            "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.14",
-            "restartPolicy": "Always",   # native sidecar (GKE >= 1.29): stops with the pod
-            "command": ["/bin/sh", "-c",
-                        "set -ex\nchmod 755 /fts/entrypoint_rxdm_container.sh\n"
-                        "/fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= "
-                        "--alsologtostderr"],
-            "securityContext": {"capabilities": {"add": ["NET_ADMIN", "NET_BIND_SERVICE"]}},
-            "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
-            "volumeMounts": [{"name": "nvidia-libs", "mountPath": "/usr/local/nvidia"},
-                             {"name": "sys", "mountPath": "/hostsysfs"},
-                             {"name": "proc-sys", "mountPath": "/hostprocsysfs"}]}),),
+        init_containers=(_ro(tcpxo.rxdm_container()),),
         volumes=(_NVIDIA_LIBS, *_SYS, _host("aperture-devices", "/dev/aperture_devices")),
         volume_mounts=(_NVIDIA_LIBS_MOUNT, _mount("aperture-devices", "/dev/aperture_devices")),
         transport="NET/FasTrak", link_gbps=1800, gpudirect=True,
@@ -313,9 +314,12 @@ PROFILES: tuple[FabricProfile, ...] = (
                       "attach the 8 GPU NICs (MTU 8244) through networking.gke.io/interfaces"),
         low_busbw_fix=("check all 8 GPU NICs are attached with MTU 8244 and the tcpxo-daemon "
                        "version matches the node's NCCL plugin installer"),
+        gdr_fix=("check the tcpxo-daemon sidecar passed its startup probe, /dev/aperture_devices "
+                 "is mounted and the devices.gke.io annotation lists every GPU"),
         notes="the measured figure is all_gather busbw; plain TCP on the same machine gives ~4 "
-              "GB/s (NVIDIA aicr). The daemon image is coupled to the plugin installer version. "
-              "Sourcing env_script in the container is an alternative to this env."),
+              "GB/s (NVIDIA aicr). The daemon image is coupled to the plugin installer version "
+              "(one row, gpudirect.tcpxo in k8s/addons.yaml). env is env_script's exports "
+              "(fabric/tcpxo.py cites the file); NCCL_NVLS_ENABLE is not among them."),
     FabricProfile(
         name="gcp-rdma", fabric="rdma", clouds=("gcp",),
         members=(Member("a3-ultragpu-", HGX_H200),),
@@ -326,7 +330,7 @@ PROFILES: tuple[FabricProfile, ...] = (
                  "NCCL_TUNER_CONFIG_PATH": "/usr/local/gib/configs/tuner_config.txtpb",
                  "NCCL_SHIMNET_GUEST_CONFIG_CHECKER_CONFIG_FILE":
                      "/usr/local/gib/configs/guest_config.txtpb"}),
-        pod_env=_ro({"LD_LIBRARY_PATH": "/usr/local/gib/lib64:/usr/local/nvidia/lib64"}),
+        ld_library_path=("/usr/local/gib/lib64", "/usr/local/nvidia/lib64"),
         env_script="/usr/local/gib/scripts/set_nccl_env.sh",
         annotations=_ro({"networking.gke.io/default-interface": "eth0"}),
         gke_interfaces=((("eth0", "default"), ("eth1", "{cluster}-gvnic-1"))
@@ -341,6 +345,7 @@ PROFILES: tuple[FabricProfile, ...] = (
                       "/usr/local/gib, set NCCL_NET=gIB and attach rdma-0..7 on eth2..eth9 "
                       "through networking.gke.io/interfaces"),
         low_busbw_fix="check all 8 RDMA NICs are attached and the gIB/NCCL versions match",
+        gdr_fix="check the gIB plugin from /home/kubernetes/bin/gib is mounted at /usr/local/gib",
         notes="not measured: inter-node derived as 0.8 x the 3200 Gbps link (400 GB/s). "
               "env_script is the vendor's authority; this env mirrors the values it sets."),
     FabricProfile(

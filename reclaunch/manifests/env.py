@@ -11,7 +11,7 @@ import json
 import math
 import posixpath
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -72,8 +72,10 @@ def sharding_json(plan: "Plan", indent: int | None = None) -> str:
     return json.dumps(data, indent=indent)
 
 
-def job_env(plan: "Plan", *, local_root: str | Path | None = None) -> dict[str, str]:
-    """Environment for each training process of `plan` (strings only, deterministic order)."""
+def job_env(plan: "Plan", *, local_root: str | Path | None = None,
+            nccl: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for each training process of `plan` (strings only, deterministic order).
+    `nccl` replaces plan.nccl_env (a single-node pod drops the network's settings)."""
     spec = plan.spec
     job, model = spec.job, spec.model
     data_dir, ckpt_dir = storage_paths(plan, local_root)
@@ -104,6 +106,6 @@ def job_env(plan: "Plan", *, local_root: str | Path | None = None) -> dict[str, 
         env["RECLAUNCH_CROSS_RANK"] = str(model.cross_low_rank)
     if data_dir:
         env["DATA_DIR"] = data_dir
-    env.update({k: str(v) for k, v in plan.nccl_env.items()})
+    env.update({k: str(v) for k, v in (plan.nccl_env if nccl is None else nccl).items()})
     env.update({k: str(v) for k, v in job.env.items()})
     return env

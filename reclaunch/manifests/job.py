@@ -2,8 +2,9 @@
 
 What we render: the Namespace, a ConfigMap holding the resolved plan, a PVC where the storage
 is claimed dynamically (cephfs, pvc; the Pulumi stack pre-creates the PV/PVC `<name>-data` for
-file systems it provisions), and the PyTorchJob (kubeflow.org/v1). Output size does not depend
-on the node count: nodes are replica counts, never loops.
+file systems it provisions), the fabric's ConfigMaps (Azure's NCCL topology), for elastic
+(spot) jobs the rendezvous store (manifests/rdzv.py), and the PyTorchJob (kubeflow.org/v1).
+Output size does not depend on the node count: nodes are replica counts, never loops.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from reclaunch.manifests import rdzv
 from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG as CLUSTER_LABEL, MANAGED_TAG as MANAGED_LABEL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,6 +34,7 @@ SPOT_TOLERATIONS = (
     {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
 )
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"   # the operator sets it on every pod
 
 
 def labels(plan: "Plan", **extra: str) -> dict[str, str]:
@@ -69,9 +72,7 @@ def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
     Kubelet, the CNI, device plugins and log agents need room: we leave 6% of vCPUs (at least
     2) and 8% of memory (at least 8 GiB), close to EKS/GKE/AKS allocatable on GPU instances.
     """
-    from reclaunch.fabric import pod_requirements
-
-    req = pod_requirements(fabric_profile(plan), plan.name, plan.gpus_per_node)
+    req = requirements(plan)
     limits: dict[str, Any] = dict(req.resources)
     requests: dict[str, Any] = dict(req.resources)
     offer = plan.offer
@@ -80,15 +81,36 @@ def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
         mem_gib = max(1, int(offer.ram_gib - max(8.0, offer.ram_gib * 0.08)))
         requests.update({"cpu": str(cpu), "memory": f"{mem_gib}Gi"})
         limits["memory"] = f"{mem_gib}Gi"   # no CPU limit: throttling hurts the dataloader
+    elif any(k.startswith("hugepages-") for k in requests):
+        # The API server refuses hugepages without a cpu or memory request.
+        requests["memory"] = limits["memory"] = "8Gi"
     return {"requests": requests, "limits": limits}
 
 
+def multi_node(plan: "Plan") -> bool:
+    """Can the job ever span nodes? (An elastic job may grow to max_nodes.)"""
+    return max(plan.nodes, plan.max_nodes or 0) > 1
+
+
 def fabric_profile(plan: "Plan"):
-    from reclaunch.fabric import get_profile, profile_for
+    """The plan's fabric profile; a job that never leaves one node gets none of the network's
+    devices, hugepages or sidecars (fabric.single_node): they could only block scheduling."""
+    from reclaunch.fabric import get_profile, profile_for, single_node
 
     if plan.instance_type:
-        return profile_for(plan.cloud, plan.instance_type, plan.spec.interconnect.inter_node)
-    return get_profile(plan.fabric)
+        prof = profile_for(plan.cloud, plan.instance_type, plan.spec.interconnect.inter_node)
+    else:
+        prof = get_profile(plan.fabric)
+    return prof if multi_node(plan) else single_node(prof)
+
+
+def requirements(plan: "Plan"):
+    """fabric.PodRequirements of the plan's pods (daemon image from the pinned stacks row)."""
+    from reclaunch.fabric import pod_requirements
+    from reclaunch.manifests.stackfacts import rxdm_image
+
+    prof = fabric_profile(plan)
+    return pod_requirements(prof, plan.name, plan.gpus_per_node, rxdm_image=rxdm_image(prof))
 
 
 def _storage(plan: "Plan") -> tuple[list[dict], list[dict], list[dict]]:
@@ -116,19 +138,26 @@ def _env_list(env: dict[str, str]) -> list[dict[str, str]]:
 
 
 def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[str, Any]:
-    from reclaunch.fabric import pod_requirements
+    from reclaunch.fabric import ld_library_export, nccl_env
     from reclaunch.manifests.env import job_env
 
     spec = plan.spec
-    req = pod_requirements(fabric_profile(plan), plan.name, plan.gpus_per_node)
-    env = {**req.env, **job_env(plan)}
+    req = requirements(plan)
+    # A single-node job gets no fabric NCCL settings (plan.nccl_env has the network's).
+    nccl = (None if multi_node(plan) else
+            nccl_env(fabric_profile(plan), spec.nccl.env, debug=spec.nccl.debug))
+    env = {**req.env, **job_env(plan, nccl=nccl)}
     if req.exit_file:
         env["RECLAUNCH_EXIT_FILE"] = req.exit_file
     command, args = _launcher(list(spec.job.command), list(spec.job.args))
+    lines = [ld_library_export(req.ld_library_path)] if req.ld_library_path else []
     if req.exit_file:
         # TCPX's sidecar runs until this file appears; without it the pod never completes.
-        script = f"trap 'touch {shlex.quote(req.exit_file)}' EXIT\n{shlex.join([*command, *args])}"
-        command, args = ["/bin/sh", "-c", script], []
+        lines += [f"trap 'touch {shlex.quote(req.exit_file)}' EXIT", shlex.join([*command, *args])]
+    elif lines:
+        lines.append("exec " + shlex.join([*command, *args]))
+    if lines:
+        command, args = ["/bin/sh", "-c", "\n".join(lines)], []
     container: dict[str, Any] = {
         "name": "pytorch",                      # the operator looks for this name
         # cloud: local needs no image; rendering it shows the cluster job with the image that
@@ -145,6 +174,7 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     if req.capabilities:
         container["securityContext"] = {"capabilities": {"add": sorted(req.capabilities)}}
     node_selector, tolerations = _placement(plan)
+    affinity = _affinity(plan, plan.name)
     pod: dict[str, Any] = {
         "nodeSelector": node_selector,
         "tolerations": tolerations,
@@ -155,11 +185,8 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     }
     if req.init_containers:
         pod["initContainers"] = req.init_containers
-    if plan.spot:
-        # Prefer spot pools; the on-demand fallback pool is used when spot has no capacity.
-        pod["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 100, "preference": {"matchExpressions": [
-                {"key": CAPACITY_LABEL, "operator": "In", "values": ["spot"]}]}}]}}
+    if affinity:
+        pod["affinity"] = affinity
     meta: dict[str, Any] = {"labels": labels(plan)}
     if req.annotations:
         meta["annotations"] = dict(req.annotations)
@@ -191,9 +218,11 @@ def pytorch_job(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[s
         # Elastic: workers only, c10d rendezvous; a reclaimed node re-joins or the job
         # carries on with >= min nodes from the last checkpoint. A model-parallel plan has
         # min = max (planner.core): its sharded tables are laid out for one world size.
+        # The rendezvous store runs off the workers (manifests/rdzv.py), not on worker-0.
         job_spec["elasticPolicy"] = {
             "rdzvBackend": "c10d", "minReplicas": plan.min_nodes, "maxReplicas": plan.max_nodes,
             "maxRestarts": spec.job.max_restarts,
+            **rdzv.elastic_fields(plan.name, spec.namespace),
         }
         job_spec["pytorchReplicaSpecs"] = {
             "Worker": {"replicas": plan.nodes, "restartPolicy": "OnFailure", "template": template}}
@@ -208,14 +237,39 @@ def pytorch_job(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[s
 
 
 def _placement(plan: "Plan") -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """(nodeSelector, tolerations) that land a pod on this cluster's GPU pools."""
+    """(nodeSelector, tolerations) that land a pod on this cluster's GPU pools, plus what the
+    cloud's stack asks for (stacks.<cloud>.job_placement, e.g. GKE's ComputeClass)."""
+    from reclaunch.manifests.stackfacts import job_placement
+
+    extra = job_placement(plan)
     node_selector = {CLUSTER_LABEL: plan.name}
     if plan.instance_type:
         node_selector["node.kubernetes.io/instance-type"] = plan.instance_type
+    node_selector.update(extra["node_selector"])
     tolerations = [dict(GPU_TOLERATION)]
     if plan.spot:
         tolerations.extend(dict(t) for t in SPOT_TOLERATIONS)
+    tolerations += [t for t in extra["tolerations"] if t not in tolerations]
     return node_selector, tolerations
+
+
+def _affinity(plan: "Plan", job_name: str) -> dict[str, Any]:
+    """Prefer spot nodes (the on-demand pool is the fallback), and keep every pod of a
+    multi-node job on one RDMA fabric: on AKS each scale set is its own InfiniBand fabric
+    (stacks.common.FABRIC_GROUP_LABEL), so spot and on-demand nodes cannot share a job."""
+    from reclaunch.manifests.stackfacts import fabric_group_label
+
+    out: dict[str, Any] = {}
+    if plan.spot:
+        out["nodeAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "preference": {"matchExpressions": [
+                {"key": CAPACITY_LABEL, "operator": "In", "values": ["spot"]}]}}]}
+    group = fabric_group_label(plan)
+    if group and multi_node(plan):
+        out["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {JOB_NAME_LABEL: job_name}},
+             "topologyKey": group}]}
+    return out
 
 
 def preflight_job(plan: "Plan", *, max_bytes: str = "8G") -> dict[str, Any]:
@@ -223,13 +277,26 @@ def preflight_job(plan: "Plan", *, max_bytes: str = "8G") -> dict[str, Any]:
     fabric profile and nccl.env, scheduled exactly where the training pods will run."""
     from reclaunch.manifests.preflight import nccl_tests_job
 
+    from reclaunch.manifests.stackfacts import rxdm_image
+
     node_selector, tolerations = _placement(plan)
-    return nccl_tests_job(f"{plan.name}-nccl", plan.spec.namespace,
+    name, prof = f"{plan.name}-nccl", fabric_profile(plan)
+    return nccl_tests_job(name, plan.spec.namespace,
                           plan.spec.job.image or LOCAL_IMAGE, plan.nodes, plan.gpus_per_node,
-                          fabric_profile(plan), cluster_name=plan.name,
+                          prof, cluster_name=plan.name,
                           user_env=dict(plan.spec.nccl.env), max_bytes=max_bytes,
-                          labels=labels(plan),
-                          node_selector=node_selector, tolerations=tolerations)
+                          labels=labels(plan), node_selector=node_selector,
+                          tolerations=tolerations, affinity=_affinity(plan, name) or None,
+                          rxdm_image=rxdm_image(prof))
+
+
+def prerequisites(plan: "Plan") -> list[dict[str, Any]]:
+    """What both the training job and the preflight job need first: the Namespace and the
+    fabric's ConfigMaps. `render --preflight --out` repeats them in the preflight folder."""
+    cms = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(plan, name),
+            "data": dict(data)} for name, data in requirements(plan).config_maps.items()]
+    return [{"apiVersion": "v1", "kind": "Namespace",
+             "metadata": _meta(plan, plan.spec.namespace, False)}, *cms]
 
 
 def render(plan: "Plan") -> list[dict[str, Any]]:
@@ -238,11 +305,15 @@ def render(plan: "Plan") -> list[dict[str, Any]]:
 
     objs, volumes, mounts = _storage(plan)
     plan_json = json.dumps(plan.to_json(per_rank=False), indent=1, sort_keys=True, default=str)
+    store = (rdzv.store_objects(plan.name, plan.spec.namespace,
+                                plan.spec.job.image or LOCAL_IMAGE, labels(plan))
+             if plan.spot else [])
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(plan, plan.spec.namespace, False)},
+        *prerequisites(plan),
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(plan, f"{plan.name}-plan"),
          "data": {"plan.json": plan_json, "sharding.json": sharding_json(plan, indent=1)}},
         *objs,
+        *store,
         pytorch_job(plan, volumes, mounts),
     ]
 
@@ -254,6 +325,13 @@ def to_yaml(objs: list[dict[str, Any]]) -> str:
     class NoAliases(yaml.SafeDumper):
         def ignore_aliases(self, data: Any) -> bool:
             return True
+
+    def text(dumper: yaml.SafeDumper, data: str) -> Any:
+        # Multi-line values (plan.json, the NCCL topology file) as readable `|` blocks.
+        style = "|" if "\n" in data else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+    NoAliases.add_representer(str, text)
 
     return yaml.dump_all(objs, Dumper=NoAliases, sort_keys=False, default_flow_style=False,
                          width=100)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from reclaunch.errors import PlanError
-from reclaunch.fabric import FabricProfile, nccl_env, pod_requirements
+from reclaunch.fabric import FabricProfile, ld_library_export, nccl_env, pod_requirements
 # The parsers of nccl-tests output and NCCL INFO logs live with the fabric facts they read
 # (reclaunch/fabric/nccl_logs.py); diagnose reads the same lines. Re-exported for the verdict.
 from reclaunch.fabric.nccl_logs import (NcclDebug, NcclLogError, NcclTestResult,  # noqa: F401
@@ -89,25 +89,36 @@ def nccl_tests_job(name: str, namespace: str, image: str, nodes: int, gpus_per_n
                    user_env: dict[str, str] | None = None, min_bytes: str = "8",
                    max_bytes: str = "8G", factor: int = 2, labels: dict[str, str] | None = None,
                    node_selector: dict[str, str] | None = None,
-                   tolerations: list[dict] | None = None,
+                   tolerations: list[dict] | None = None, affinity: dict | None = None,
+                   rxdm_image: str | None = None, memory_gib_per_gpu: int = 4,
                    active_deadline_seconds: int = 1800) -> dict:
-    """A kubeflow.org/v1 PyTorchJob running the all_reduce sweep on every GPU of every node."""
+    """A kubeflow.org/v1 PyTorchJob running the all_reduce sweep on every GPU of every node.
+
+    Requests one CPU and `memory_gib_per_gpu` GiB per rank: besides sizing the pod, a container that
+    requests hugepages (EFA) must request cpu or memory too, or the API server rejects it
+    (core validation: "HugePages require cpu or memory").
+    """
     if profile.fabric == "gloo":
         raise PlanError("the NCCL preflight needs GPUs; the local profile uses gloo on CPUs")
     if nodes < 1 or gpus_per_node < 1:
         raise PlanError(f"preflight needs >= 1 node and GPU, got {nodes} x {gpus_per_node}")
     cluster = cluster_name or name
-    req = pod_requirements(profile, cluster, gpus_per_node)
+    req = pod_requirements(profile, cluster, gpus_per_node, rxdm_image=rxdm_image)
     env = {**req.env, **nccl_env(profile, user_env, debug="INFO"),
            "RECLAUNCH_ALLREDUCE_PY": ALLREDUCE_SCRIPT}
     launch = (f'torchrun --no-python python3 -c "$RECLAUNCH_ALLREDUCE_PY" '
               f"-b {min_bytes} -e {max_bytes} -f {factor}")
     if req.exit_file:   # a non-native sidecar waits for this file before it exits
         launch += f"; rc=$?; touch {req.exit_file}; exit $rc"
+    if req.ld_library_path:
+        launch = f"{ld_library_export(req.ld_library_path)}\n{launch}"
+    gib = memory_gib_per_gpu * gpus_per_node
+    memory = {"memory": f"{gib}Gi"}
     container: dict = {
         "name": "pytorch", "image": image, "command": ["bash", "-c", launch],
         "env": [{"name": k, "value": v} for k, v in env.items()],
-        "resources": {"limits": dict(req.resources)},
+        "resources": {"requests": {**req.resources, "cpu": str(gpus_per_node), **memory},
+                      "limits": {**req.resources, **memory}},
         "volumeMounts": [*req.volume_mounts, {"name": "dshm", "mountPath": "/dev/shm"}],
     }
     if req.capabilities:
@@ -126,6 +137,8 @@ def nccl_tests_job(name: str, namespace: str, image: str, nodes: int, gpus_per_n
         pod_spec["nodeSelector"] = dict(node_selector)
     if tolerations:
         pod_spec["tolerations"] = list(tolerations)
+    if affinity:
+        pod_spec["affinity"] = affinity
 
     def replica(count: int) -> dict:
         return {"replicas": count, "restartPolicy": "Never",
@@ -216,6 +229,16 @@ def verdict(result: NcclTestResult, transports: NcclDebug | None, profile: Fabri
                 fix += (f"; NCCL used socket interface(s) {', '.join(transports.socket_ifaces)} "
                         f"but the profile expects {sock_env}: check NCCL_SOCKET_IFNAME")
             fixes.append(fix)
+    if (nodes > 1 and profile.gpudirect and transports and used == expected
+            and transports.gdr is False):
+        lines, total = transports.gdr_channels
+        causes.append(f"NCCL used {used} without GPUDirect RDMA: {lines} of {total} "
+                      f"`via {used}` channel lines end in /GDRDMA, so every transfer is staged "
+                      "through host memory")
+        fixes.append(profile.gdr_fix or profile.low_busbw_fix)
+    if nodes <= 1:
+        notes.append(f"single node: this measured NVLink/PCIe between the node's GPUs only; "
+                     f"the {profile.fabric} network between nodes was not tested")
     if nodes == 2:
         notes.append("2-node results can exceed the link rate (Tree): calibrate with >= 4 nodes")
     if result.largest.size < 1 << 30:

@@ -51,6 +51,8 @@ class Env:
     after_step: Callable[[str], None] | None = None          # test hook: raise to "crash"
     poll_seconds: float = 30.0
     extra: dict[str, Any] = field(default_factory=dict)
+    # plan -> schedulability rows; None: manifests.placement.for_plan (the stack's own pools)
+    schedule: Callable[["Plan"], list[dict[str, Any]]] | None = None
 
     def out(self):
         if self.console is None:
@@ -120,6 +122,13 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
     show_plan(plan, env.out(), problem)
     if problem and not force:
         raise PlanError(f"refusing to start: {problem}", hint="raise budget.max_usd or pass --force")
+    # Before anything is created: a pod that fits no node pool would leave a cluster billing
+    # by the hour with a job that never starts (no --force: it cannot start either way).
+    from reclaunch.manifests.placement import for_plan, refusal
+    unplaced = refusal((env.schedule or for_plan)(plan))
+    if unplaced:
+        raise PlanError(f"refusing to start: not every pod can be scheduled: {unplaced}",
+                        hint="`reclaunch preview` lists each pod, its pool and why")
     if not _confirm(env, f"Create {plan.name} and start training?", yes):
         return _status_obj(plan.name, plan.cloud, "Pending", "not confirmed; nothing created")
 

@@ -88,6 +88,8 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
             out.append((("interconnect", "inter_node"), "cloud: local uses gloo over loopback; "
                         "use auto or ethernet"))
         return out
+    if s.spot.enabled:
+        out += _spot_checkpoints(s, kinds)
     if not s.region:
         out.append((("region",), f"required for cloud: {s.cloud} (e.g. {', '.join(cat.regions(s.cloud)[:3])})"))
     elif s.region not in (known := cat.regions(s.cloud)):
@@ -181,3 +183,19 @@ def _capacity_rules(s: "Spec") -> list[Problem]:
         out.append((("autoscaling", "max_nodes"), "a Capacity Block holds a fixed number of "
                     "instances; max_nodes cannot exceed nodes"))
     return out
+
+
+def _spot_checkpoints(s: "Spec", kinds: tuple[str, ...]) -> list[Problem]:
+    """A reclaim deletes the node with the container's filesystem: spot checkpoints must be
+    on storage every node mounts, or each reclaim restarts training from step 0."""
+    ckpt, mount = s.job.checkpoint.path, s.storage.mount_path.rstrip("/")
+    if s.storage.kind == "none":
+        shared = ", ".join(k for k in kinds if k != "none")
+        # Reported at spot.enabled (the line the user wrote; `storage` may be absent).
+        return [(("spot", "enabled"), "needs storage for checkpoints every node mounts (a "
+                 "reclaimed node takes the container's files with it): storage.kind is none; "
+                 f"set storage.kind ({shared}) or spot.enabled: false")]
+    if ckpt.startswith("/") and ckpt != mount and not ckpt.startswith(mount + "/"):
+        return [(("job", "checkpoint", "path"), f"{ckpt} is outside the storage mount {mount}: "
+                 "with spot.enabled a reclaim would lose it; use a path under it or a relative one")]
+    return []

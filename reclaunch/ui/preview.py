@@ -21,6 +21,22 @@ def render_preview(resources: list[dict[str, Any]]) -> Any:
     return table
 
 
+def render_schedule(rows: list[dict[str, Any]]) -> Any:
+    """The schedulability check: each pod of the launch, the pools it fits, or why none."""
+    from rich.table import Table
+
+    bad = sum(1 for r in rows if not r["fits"])
+    title = (f"{len(rows)} pods: every one has a node pool" if not bad else
+             f"{len(rows)} pods: {bad} cannot be scheduled")
+    table = Table(title=title)
+    for col in ("pod", "role", "replicas", "pool", "fits", "why not"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["pod"], r["role"], str(r["replicas"]), r["pool"] or "-",
+                      "yes" if r["fits"] else "NO", "\n".join(r["reasons"]))
+    return table
+
+
 def preview_text(resources: list[dict[str, Any]], width: int = 160) -> str:
     from rich.console import Console
 

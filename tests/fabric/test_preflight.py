@@ -172,6 +172,14 @@ def test_job_shape_p5():
     assert "torchrun --no-python" in c["command"][-1] and "-b 8 -e 8G -f 2" in c["command"][-1]
     assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32
     assert c["resources"]["limits"]["nvidia.com/gpu"] == 8
+    # hugepages need a cpu or memory request (API server core validation), and requests of
+    # devices and hugepages must equal their limits.
+    req, lim = c["resources"]["requests"], c["resources"]["limits"]
+    assert req["cpu"] == "8" and req["memory"] == lim["memory"] == "32Gi"
+    assert all(req[k] == lim[k] for k in lim)
+    # libfabric and aws-ofi-nccl are put on LD_LIBRARY_PATH ahead of the image's own
+    assert c["command"][-1].startswith('export LD_LIBRARY_PATH="/opt/amazon/ofi-nccl/lib')
+    assert "/opt/amazon/efa/lib" in c["command"][-1].splitlines()[0]
     assert job["metadata"]["labels"]["reclaunch-cluster"] == "criteo"
     assert any(v["name"] == "dshm" and v["emptyDir"]["medium"] == "Memory"
                for v in _pod(job)["spec"]["volumes"])
@@ -187,8 +195,10 @@ def test_job_tcpx_sidecar_stops_and_single_node():
 
 
 def test_job_tcpxo_native_sidecar_and_azure_caps():
-    spec = _pod(nccl_tests_job("p", "ml", "i", 2, 8, profile_for("gcp", "a3-megagpu-8g")))["spec"]
+    spec = _pod(nccl_tests_job("p", "ml", "i", 2, 8, profile_for("gcp", "a3-megagpu-8g"),
+                               rxdm_image="rxdm:v1"))["spec"]
     assert spec["initContainers"][0]["restartPolicy"] == "Always"
+    assert spec["initContainers"][0]["image"] == "rxdm:v1"
     az = _pod(nccl_tests_job("p", "ml", "i", 2, 8, profile_for("azure", "Standard_ND96asr_v4")))
     assert "IPC_LOCK" in az["spec"]["containers"][0]["securityContext"]["capabilities"]["add"]
 
@@ -204,7 +214,8 @@ def test_job_validates_against_crd_schema():
     for inst in ("p5.48xlarge",):
         jsonschema.validate(nccl_tests_job("p", "ml", "i", 2, 8, profile_for("aws", inst)), schema)
     for inst in ("a3-megagpu-8g", "a3-highgpu-8g", "a3-ultragpu-8g"):
-        jsonschema.validate(nccl_tests_job("p", "ml", "i", 2, 8, profile_for("gcp", inst)), schema)
+        jsonschema.validate(nccl_tests_job("p", "ml", "i", 2, 8, profile_for("gcp", inst),
+                                           rxdm_image="rxdm:v1"), schema)
     jsonschema.validate(nccl_tests_job("p", "ml", "i", 2, 8,
                                        profile_for("azure", "Standard_ND96isr_H100_v5")), schema)
 
@@ -229,3 +240,55 @@ def test_wrapper_script_runs_and_parses(tmp_path):
     assert [row.size for row in r.rows] == [8, 64, 512, 4096, 32768]
     assert r.ranks == 2 and r.wrong == 0 and r.out_of_bounds == 0 and r.avg_busbw is not None
     assert r.rows[0].oop_busbw is None and r.rows[-1].ip_busbw is not None
+
+
+def _gdr_log(text: str, gdr: bool) -> str:
+    """The healthy p5 log with its channel lines' /GDRDMA suffix kept or removed."""
+    return text if gdr else text.replace("/GDRDMA", "")
+
+
+@pytest.mark.parametrize("name,cloud,instance", [
+    ("p5_efa_healthy.log", "aws", "p5.48xlarge"),
+    ("azure_ib_low.log", "azure", "Standard_ND96amsr_A100_v4"),
+    ("a3mega_fastrak.log", "gcp", "a3-megagpu-8g"),
+])
+def test_gpudirect_is_checked_where_the_fabric_promises_it(name, cloud, instance):
+    text = log(name)
+    prof = profile_for(cloud, instance)
+    assert prof.gpudirect and parse_nccl_debug(text).gdr is True
+    ok = verdict(parse_nccl_tests(text), parse_nccl_debug(text), prof, 2)
+    assert "GPUDirect" not in (ok.cause or "")
+    bounced = _gdr_log(text, gdr=False)
+    d = parse_nccl_debug(bounced)
+    assert d.gdr is False and d.gdr_channels[0] == 0 and d.primary == prof.transport
+    v = verdict(parse_nccl_tests(bounced), d, prof, 2)
+    assert not v.ok and f"NCCL used {prof.transport} without GPUDirect RDMA" in v.cause
+    assert v.fix and prof.gdr_fix in v.fix
+
+
+def test_no_gdr_check_for_fabrics_without_it():
+    text = log("p5_efa_healthy.log").replace("/GDRDMA", "")
+    prof = profile_for("aws", "g5.48xlarge")   # no GPUDirect RDMA on g5
+    v = verdict(parse_nccl_tests(text), parse_nccl_debug(text), prof, 2)
+    assert "GPUDirect" not in (v.cause or "")
+
+
+def test_single_node_verdict_says_it_measured_nvlink_only():
+    from reclaunch.fabric import single_node
+
+    text = log("p5_efa_healthy.log")
+    prof = single_node(profile_for("aws", "p5.48xlarge"))
+    v = verdict(parse_nccl_tests(text), parse_nccl_debug(text), prof, 1)
+    assert any("measured NVLink/PCIe between the node's GPUs only" in n and "efa network" in n
+               for n in v.notes)
+    two = verdict(parse_nccl_tests(text), parse_nccl_debug(text), profile_for("aws", "p5.48xlarge"), 2)
+    assert not any("single node" in n for n in two.notes)
+
+
+def test_single_node_preflight_requests_no_fabric_devices():
+    from reclaunch.fabric import single_node
+
+    job = nccl_tests_job("p", "ml", "i", 1, 8, single_node(profile_for("aws", "p5.48xlarge")))
+    c = _pod(job)["spec"]["containers"][0]
+    assert set(c["resources"]["limits"]) == {"nvidia.com/gpu", "memory"}
+    assert "LD_LIBRARY_PATH" not in c["command"][-1]

@@ -1,6 +1,8 @@
 """Per-fabric profiles: the table's facts and the API a renderer and the planner use."""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +12,8 @@ from reclaunch.fabric import (PROFILES, FabricProfile, get_profile, nccl_env, po
                               profile_for)
 
 EFA = "vpc.amazonaws.com/efa"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+RXDM = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v9.9.9"
 
 
 @pytest.mark.parametrize("instance,devices,name", [
@@ -40,23 +44,32 @@ def test_efa_env_follows_vendor():
 
 
 @pytest.mark.parametrize("instance,name,topo", [
-    ("Standard_ND96asr_v4", "azure-ib-v4", "/opt/microsoft/ndv4-topo.xml"),
-    ("Standard_ND96amsr_A100_v4", "azure-ib-v4", "/opt/microsoft/ndv4-topo.xml"),
-    ("Standard_ND96isr_H100_v5", "azure-ib-v5", "/opt/microsoft/ndv5-topo.xml"),
+    ("Standard_ND96asr_v4", "azure-ib-v4", "ndv4"),
+    ("Standard_ND96amsr_A100_v4", "azure-ib-v4", "ndv4"),
+    ("Standard_ND96isr_H100_v5", "azure-ib-v5", "ndv5"),
 ])
 def test_azure_nd_gets_ib_and_ipc_lock(instance, name, topo):
+    from reclaunch.fabric.topology import TOPOLOGIES
+
     prof = profile_for("azure", instance)
     req = pod_requirements(prof, "demo", 8)
     env = nccl_env(prof)
     assert prof.name == name and prof.transport == "NET/IB"
     assert req.resources["rdma/ib"] == 8
     assert "IPC_LOCK" in req.capabilities
-    assert env["NCCL_TOPO_FILE"] == topo and env["NCCL_IB_PCI_RELAXED_ORDERING"] == "1"
+    assert env["NCCL_IB_PCI_RELAXED_ORDERING"] == "1" and env["NCCL_NET_GDR_LEVEL"] == "SYS"
     assert "NCCL_IB_HCA" not in env
     assert ("NCCL_IGNORE_CPU_AFFINITY" in env) == (name == "azure-ib-v5")
-    host_paths = {v["hostPath"]["path"] for v in req.volumes if "hostPath" in v}
-    assert "/opt/microsoft" in host_paths
-    assert any(m["mountPath"] == "/opt/microsoft" for m in req.volume_mounts)
+    # AKS nodes have no /opt/microsoft: the topology ships as a ConfigMap, mounted where
+    # NCCL_TOPO_FILE points (Azure/aks-rdma-infiniband mpi-job.yaml).
+    assert not any("hostPath" in v for v in req.volumes)
+    (cm_name, data), = req.config_maps.items()
+    assert cm_name == "demo-nccl-topo" and data == {"topo.xml": TOPOLOGIES[topo]}
+    vol = next(v for v in req.volumes if "configMap" in v)
+    mount = next(m for m in req.volume_mounts if m["name"] == vol["name"])
+    assert vol["configMap"]["name"] == cm_name and mount["readOnly"]
+    assert env["NCCL_TOPO_FILE"] == f"{mount['mountPath']}/topo.xml"
+    assert TOPOLOGIES[topo].startswith("<system") and "0x020700" in TOPOLOGIES[topo]
 
 
 def _interfaces(req):
@@ -65,7 +78,9 @@ def _interfaces(req):
 
 def test_a3_mega_tcpxo():
     prof = profile_for("gcp", "a3-megagpu-8g")
-    req = pod_requirements(prof, "criteo", 8)
+    with pytest.raises(PlanError, match="pinned tcpxo-daemon image"):
+        pod_requirements(prof, "criteo", 8)
+    req = pod_requirements(prof, "criteo", 8, rxdm_image=RXDM)
     nics = [i for i in _interfaces(req) if i["network"] != "default"]
     assert [i["interfaceName"] for i in nics] == [f"eth{i}" for i in range(1, 9)]
     assert all(i["network"].startswith("criteo-") for i in nics)
@@ -77,14 +92,57 @@ def test_a3_mega_tcpxo():
         assert f"- path: {d}\n" in devices
     (daemon,) = req.init_containers
     assert daemon["name"] == "tcpxo-daemon" and daemon["restartPolicy"] == "Always"
-    assert ":v" in daemon["image"]  # pinned, never :latest
+    assert daemon["image"] == RXDM
+    # Flags retired since tcpgpudmarxd-dev v1.0.20 are gone; the vendor's startup probe reads
+    # the file the daemon writes once its buffer manager is up.
+    script = daemon["command"][-1]
+    assert "--num_hops=2" in script
+    assert not any(f in script for f in ("--num_nics", "--uid", "--alsologtostderr"))
+    env_names = {e["name"]: e["value"] for e in daemon["env"]}
+    probe = daemon["startupProbe"]
+    assert probe["exec"]["command"] == ["cat", env_names["HEALTH_CHECK_LOG_FILE"]]
+    assert "_" not in env_names["HEALTH_CHECK_LOG_FILE"]
+    assert (probe["periodSeconds"], probe["failureThreshold"]) == (5, 6)
     assert {"NET_ADMIN", "NET_BIND_SERVICE"} <= set(daemon["securityContext"]["capabilities"]["add"])
     host_paths = {v["hostPath"]["path"] for v in req.volumes if "hostPath" in v}
     assert {"/dev/aperture_devices", "/home/kubernetes/bin/nvidia"} <= host_paths
     env = nccl_env(prof)
     assert env["NCCL_FASTRAK_IFNAME"] == ",".join(f"eth{i}" for i in range(1, 9))
     assert env["NCCL_NVLSTREE_MAX_CHUNKSIZE"] == "131072"
+    assert "NCCL_NVLS_ENABLE" not in env and "NCCL_ALGO" not in env
+    assert req.ld_library_path == ["/usr/local/nvidia/lib64"] and "LD_LIBRARY_PATH" not in req.env
     assert prof.transport == "NET/FasTrak" and req.sidecars == []
+
+
+def test_tcpxo_env_is_the_installers_profile():
+    """Every export of the installer's nccl-env-profile.sh (fixture: the file's export lines
+    at google/nccl-plugin-gpudirect-tcpxo v1.0.15) is in the profile with the same value, with
+    NCCL_LIB_DIR at GKE's install dir; NCCL_DEBUG* stay with nccl.debug."""
+    from reclaunch.fabric import tcpxo
+
+    text = (FIXTURES / "tcpxo" / "nccl-env-profile.exports").read_text()
+    exports = dict(re.findall(r"^export (\w+)=(\S+)$", text, re.M))
+    exports = {k: v.replace("${NCCL_LIB_DIR}", tcpxo.NCCL_LIB_DIR)
+               .replace('"${gpu_nics}"', "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8")
+               .replace('"${host_nic}"', "eth0") for k, v in exports.items()}
+    ld = exports.pop("LD_LIBRARY_PATH")
+    assert ld.strip('"').startswith(tcpxo.NCCL_LIB_DIR + ":")
+    for k in ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS"):
+        exports.pop(k)
+    env = dict(profile_for("gcp", "a3-megagpu-8g").env)
+    assert {k: env.get(k) for k in exports} == exports
+    assert set(env) - set(exports) == {"NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"}
+
+
+def test_rxdm_image_comes_from_the_pinned_installer_row():
+    from reclaunch.manifests.stackfacts import rxdm_image
+
+    common = pytest.importorskip("stacks.common")
+    if not hasattr(common, "gpudirect_release"):
+        pytest.skip("stacks contract 3 (gpudirect.tcpxo row) not on this branch yet")
+    row = common.gpudirect_release("tcpxo")
+    assert rxdm_image(profile_for("gcp", "a3-megagpu-8g")) == row["rxdm_image"]
+    assert rxdm_image(profile_for("gcp", "a3-highgpu-8g")) is None
 
 
 def test_a3_high_tcpx_sidecar():
@@ -210,8 +268,8 @@ def test_user_env_wins_and_debug_switch():
 
 def test_pod_requirements_are_fresh_copies():
     prof = profile_for("gcp", "a3-megagpu-8g")
-    req = pod_requirements(prof, "a", 8)
+    req = pod_requirements(prof, "a", 8, rxdm_image=RXDM)
     req.init_containers[0]["volumeMounts"].append({"name": "x", "mountPath": "/x"})
     req.resources["cpu"] = 1
-    again = pod_requirements(prof, "a", 8)
+    again = pod_requirements(prof, "a", 8, rxdm_image=RXDM)
     assert len(again.init_containers[0]["volumeMounts"]) == 3 and "cpu" not in again.resources

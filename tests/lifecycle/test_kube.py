@@ -36,6 +36,9 @@ def test_server_side_apply_of_rendered_manifests(cluster, plan):
     assert [r.path for r in patches] == [
         "/api/v1/namespaces/reclaunch",
         "/api/v1/namespaces/reclaunch/configmaps/criteo-deepfm-plan",
+        # the spot job's rendezvous store (manifests/rdzv.py), before the job that uses it
+        "/api/v1/namespaces/reclaunch/services/criteo-deepfm-rdzv",
+        "/apis/apps/v1/namespaces/reclaunch/deployments/criteo-deepfm-rdzv",
         "/apis/kubeflow.org/v1/namespaces/reclaunch/pytorchjobs/criteo-deepfm"]
     for r in patches:
         assert r.headers["Content-Type"] == "application/apply-patch+yaml"

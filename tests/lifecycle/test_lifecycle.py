@@ -62,6 +62,28 @@ def test_budget_refusal_and_force(world, plan):
     assert lifecycle.up(cheap, world.env(), yes=True, force=True).state == "Running"
 
 
+def test_unschedulable_pod_refused_before_anything(world, plan):
+    """A pod no pool can take: exit 1 (PlanError) before any cloud resource or confirmation."""
+    from reclaunch.manifests.placement import schedule
+    from reclaunch.manifests.stackfacts import addon_facts, node_pools
+
+    pools, facts = node_pools(plan), addon_facts(plan)
+    if not pools or not facts:
+        pytest.skip("stacks contract 3 (node_pools, addon_facts) not on this branch yet")
+    no_efa = [a for a in facts if "vpc.amazonaws.com/efa" not in a["advertises"]]
+    asked = []
+    env = world.env(schedule=lambda p: schedule(p, pools, no_efa),
+                    confirm=lambda q: asked.append(q) or True)
+    with pytest.raises(PlanError, match="refusing to start: not every pod can be scheduled: "
+                       "criteo-deepfm/worker .training.: gpu-spot: vpc.amazonaws.com/efa: "
+                       "no add-on advertises it") as exc:
+        lifecycle.up(plan, env)
+    assert exc.value.exit_code == 1 and "reclaunch preview" in exc.value.hint
+    assert not world.cloud.created and not asked and not world.kube.objects
+    # the stack's own pools and facts: every pod placed, the same up goes through
+    assert lifecycle.up(plan, world.env(), yes=True).state == "Running"
+
+
 @pytest.mark.parametrize("step", STEPS)
 def test_crash_after_each_step_then_up_again(world, plan, step):
     def crash(name):

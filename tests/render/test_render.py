@@ -45,7 +45,7 @@ def normalised(objs) -> str:
     """Golden text without what depends on today's date (stale flags, price age warnings)."""
     out = []
     for o in objs:
-        if o["kind"] == "ConfigMap":
+        if o["kind"] == "ConfigMap" and "plan.json" in o["data"]:
             plan = json.loads(o["data"]["plan.json"])
             plan.pop("warnings", None)
             plan.get("cost", {}).pop("stale", None)
@@ -175,7 +175,12 @@ def test_on_demand_is_master_plus_workers() -> None:
     specs = job["spec"]["pytorchReplicaSpecs"]
     assert specs["Master"]["replicas"] == 1 and specs["Worker"]["replicas"] == 7
     assert "elasticPolicy" not in job["spec"]
-    assert container(job, "Master")["command"][0] == "torchrun"
+    # TCPXO: the installer's lib dir goes ahead of the image's LD_LIBRARY_PATH, then torchrun
+    cmd = container(job, "Master")["command"]
+    assert cmd[:2] == ["/bin/sh", "-c"]
+    first, last = cmd[2].splitlines()
+    assert first == 'export LD_LIBRARY_PATH="/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'
+    assert last.startswith("exec torchrun /app/train.py")
     assert job["spec"]["nprocPerNode"] == "8"
 
 
@@ -196,13 +201,14 @@ def test_render_cli_stdout_and_out_dir(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "reclaunch", "render", ex], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     kinds = [d["kind"] for d in yaml.safe_load_all(proc.stdout)]
-    assert kinds == ["Namespace", "ConfigMap", "PyTorchJob"]
+    assert kinds == ["Namespace", "ConfigMap", "Service", "Deployment", "PyTorchJob"]
     proc = subprocess.run([sys.executable, "-m", "reclaunch", "render", ex, "--out", str(tmp_path / "m")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     files = sorted(p.name for p in (tmp_path / "m").iterdir())
     assert files == ["00-namespace-reclaunch.yaml", "01-configmap-criteo-deepfm-plan.yaml",
-                     "02-pytorchjob-criteo-deepfm.yaml"]
+                     "02-service-criteo-deepfm-rdzv.yaml", "03-deployment-criteo-deepfm-rdzv.yaml",
+                     "04-pytorchjob-criteo-deepfm.yaml"]
 
 
 def test_tcpx_command_touches_the_exit_file() -> None:
@@ -242,3 +248,91 @@ def test_render_cli_preflight_flag() -> None:
     assert proc.returncode == 0, proc.stderr
     docs = list(yaml.safe_load_all(proc.stdout))
     assert [d["metadata"]["name"] for d in docs if d["kind"] == "PyTorchJob"] == ["mlperf-dcnv2", "mlperf-dcnv2-nccl"]
+
+
+def test_render_preflight_out_dir_is_a_folder_of_its_own(tmp_path: Path) -> None:
+    """`kubectl apply -f DIR` must not start the preflight beside the training job; the
+    preflight folder carries what it needs to run alone (namespace, topology ConfigMap)."""
+    out = tmp_path / "m"
+    proc = subprocess.run([sys.executable, "-m", "reclaunch", "render",
+                           str(EXAMPLES / "azure-din-nd96amsr.yaml"), "--preflight", "--out",
+                           str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    main = [yaml.safe_load(p.read_text()) for p in sorted(out.glob("*.yaml"))]
+    pre = [yaml.safe_load(p.read_text()) for p in sorted((out / "preflight").glob("*.yaml"))]
+    assert [d["metadata"]["name"] for d in main if d["kind"] == "PyTorchJob"] == ["din-spot"]
+    assert [d["kind"] for d in pre] == ["Namespace", "ConfigMap", "PyTorchJob"]
+    assert pre[1]["metadata"]["name"] == "din-spot-nccl-topo"
+    assert pre[2]["metadata"]["name"] == "din-spot-nccl"
+    assert "apply it first, alone" in proc.stderr
+
+
+def test_efa_puts_libfabric_and_the_ofi_plugin_on_the_library_path() -> None:
+    c = container(job_of(render(plan_for("aws-deepfm-p4d"))))
+    first, last = c["command"][2].splitlines()
+    assert c["command"][:2] == ["/bin/sh", "-c"]
+    for d in ("/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "/opt/aws-ofi-nccl/install/lib",
+              "/opt/amazon/efa/lib"):
+        assert d in first
+    assert first.endswith('${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"')   # the image's path kept
+    assert last.startswith("exec torchrun /app/train.py") and c["args"] == []
+    assert "LD_LIBRARY_PATH" not in env_of(c)
+
+
+def test_azure_topology_is_a_configmap_mounted_where_nccl_looks() -> None:
+    objs = render(plan_for("azure-din-nd96amsr"))
+    cm = next(o for o in objs if o["kind"] == "ConfigMap" and "topo.xml" in o["data"])
+    c = container(job_of(objs))
+    pod = job_of(objs)["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    vol = next(v for v in pod["volumes"] if v.get("configMap", {}).get("name") ==
+               cm["metadata"]["name"])
+    mount = next(m for m in c["volumeMounts"] if m["name"] == vol["name"])
+    env = env_of(c)
+    assert env["NCCL_TOPO_FILE"] == f"{mount['mountPath']}/topo.xml"
+    assert env["NCCL_NET_GDR_LEVEL"] == "SYS"
+    assert objs.index(cm) < objs.index(job_of(objs))
+
+
+def test_spot_rendezvous_store_is_off_the_workers() -> None:
+    from reclaunch.manifests import rdzv
+
+    objs = render(plan_for("aws-deepfm-p4d"))
+    job = job_of(objs)
+    ep = job["spec"]["elasticPolicy"]
+    svc = next(o for o in objs if o["kind"] == "Service")
+    dep = next(o for o in objs if o["kind"] == "Deployment")
+    assert ep["rdzvHost"] == f"{svc['metadata']['name']}.{svc['metadata']['namespace']}.svc"
+    assert ep["rdzvPort"] == svc["spec"]["ports"][0]["port"] == rdzv.PORT
+    assert {"key": "is_host", "value": "false"} in ep["rdzvConf"]
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["nodeSelector"]["reclaunch.io/pool"] == "system"      # on-demand, not spot
+    assert not pod.get("tolerations")
+    assert svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+    assert "TCPStore" in pod["containers"][0]["command"][-1]
+    assert pod["containers"][0]["image"] == container(job)["image"]
+    on_demand = render(plan_for("gcp-dcnv2-a3mega"))
+    assert not any(o["kind"] in ("Service", "Deployment") for o in on_demand)
+
+
+def test_single_node_job_requests_no_fabric_devices() -> None:
+    plan = plan_for("aws-deepfm-p4d", ("nodes: 4", "nodes: 1"), ("min_nodes: 2", "min_nodes: 1"),
+                    ("max_nodes: 4", "max_nodes: 1"))
+    c = container(job_of(render(plan)))
+    res = c["resources"]
+    assert set(res["limits"]) == {"nvidia.com/gpu", "memory"}
+    assert not any(k.startswith(("hugepages-", "vpc.amazonaws.com")) for k in res["requests"])
+    env = env_of(c)
+    assert "FI_EFA_USE_DEVICE_RDMA" not in env and env["NCCL_DEBUG"] == "WARN"
+    assert c["command"][0] == "torchrun"
+    pre = preflight_job_of(plan)
+    assert set(container(pre)["resources"]["limits"]) == {"nvidia.com/gpu", "memory"}
+    azure = plan_for("azure-din-nd96amsr", ("nodes: 2", "nodes: 1"), ("max_nodes: 2", "max_nodes: 1"))
+    az = container(job_of(render(azure)))
+    assert not any(k.startswith("rdma/") for k in az["resources"]["limits"])
+    assert "securityContext" not in az and "NCCL_TOPO_FILE" not in env_of(az)
+
+
+def preflight_job_of(plan):
+    from reclaunch.manifests.job import preflight_job
+
+    return preflight_job(plan)

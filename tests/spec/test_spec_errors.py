@@ -66,6 +66,8 @@ BAD = [
     ("namespace-system", sub("nodes: 4\n", "nodes: 4\nnamespace: kube-system\n"), 8, "namespace: 'kube-system' is a system namespace"),
     ("command-empty-word", sub("command: [python, /app/train.py]", "command: ['']"), 25, "job.command[0]: String should have at least 1 character"),
     ("nan-price", sub("  fallback: on-demand", "  fallback: on-demand\n  max_price: .nan"), 20, "spot.max_price: Input should be a finite number"),
+    ("spot-no-storage", sub("storage:\n  kind: fsx-lustre\n  size: 2.4TiB\n  mount_path: /data\n", ""), 14, "spot.enabled: needs storage for checkpoints every node mounts"),
+    ("spot-ckpt-off-storage", sub("checkpoint: {path: /data/ckpt", "checkpoint: {path: /ckpt"), 30, "job.checkpoint.path: /ckpt is outside the storage mount /data"),
     ("preset-unknown", sub("preset: deepfm", "preset: deepfn"), 33, "model.preset: 'deepfn' is not one of deepfm, dcnv2, din, dlrm, wide_deep, custom — did you mean deepfm?"),
 ]
 

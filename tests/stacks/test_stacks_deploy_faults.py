@@ -164,7 +164,7 @@ def test_gke_gpu_pools_never_upgrade_and_spot_is_preferred_by_a_compute_class(pr
     plan, _ = previews("gcp")
     spot_plan = dataclasses.replace(plan, spot=True, spec=plan.spec.model_copy(update={
         "spot": plan.spec.spot.model_copy(update={"enabled": True})}))
-    from reclaunch.runtime.preview import preview
+    from reclaunch.providers import preview_plan as preview
 
     res = preview(spot_plan)
     cluster = _of(res, "gcp:container/cluster:Cluster")[0]["inputs"]
@@ -194,7 +194,7 @@ def _with_capacity(case, **cap):
 
 
 def test_capacity_block_reaches_the_launch_template():
-    from reclaunch.runtime.preview import preview
+    from reclaunch.providers import preview_plan as preview
 
     plan = _with_capacity("aws-p5", reservation="cr-0123456789abcdef0", kind="capacity-block")
     res = preview(plan)
@@ -207,7 +207,7 @@ def test_capacity_block_reaches_the_launch_template():
 
 
 def test_gcp_reservation_reaches_the_node_pool():
-    from reclaunch.runtime.preview import preview
+    from reclaunch.providers import preview_plan as preview
 
     plan = _with_capacity("gcp", reservation="a3mega-res", kind="gcp-reservation")
     gpu = next(r["inputs"] for r in _of(preview(plan), "gcp:container/nodePool:NodePool")
@@ -266,7 +266,7 @@ def test_planner_prices_the_reservation():
 
 
 def test_azure_capacity_reservation_group_reaches_the_agent_pool():
-    from reclaunch.runtime.preview import preview
+    from reclaunch.providers import preview_plan as preview
 
     crg = ("/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/"
            "capacityReservationGroups/nd-crg")

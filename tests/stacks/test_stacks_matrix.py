@@ -31,7 +31,7 @@ def variant(cloud: str, kind: str, spot: bool):
 
 @pytest.fixture(scope="module")
 def matrix():
-    from reclaunch.runtime.preview import preview
+    from reclaunch.providers import preview_plan as preview
 
     cache: dict = {}
 
@@ -77,7 +77,7 @@ def test_amlfs_capacity_rounds_to_steps_and_refuses_too_big():
                                         if not p.name.startswith("local")))
 def test_every_example_previews_clean(path):
     from reclaunch.planner import make_plan as plan_of
-    from reclaunch.runtime.preview import preview
+    from reclaunch.providers import preview_plan as preview
     from reclaunch.spec import load_spec
 
     plan = plan_of(load_spec(str(EXAMPLES / path)))
@@ -140,7 +140,7 @@ def test_policy_catches_planted_faults(matrix):
 
 
 def test_api_open_to_world_only_when_the_spec_says_so(matrix):
-    from reclaunch.runtime.preview import preview
+    from reclaunch.providers import preview_plan as preview
 
     plan = variant("aws", "none", False)
     spec = plan.spec.model_copy(update={"security": plan.spec.security.model_copy(
