@@ -233,13 +233,16 @@ def preview(file: str, as_json: bool) -> None:
 @click.option("--watch/--detach", default=True,
               help="Follow the job and apply teardown.when (default), or leave a watcher running.")
 @click.option("--backend", help="Pulumi state backend URL (s3://, azblob://, gs://, https://).")
-def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend: str | None) -> None:
+@click.option("--fresh", is_flag=True,
+              help="cloud: local: train again from step 0 after a run that already succeeded.")
+def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend: str | None,
+       fresh: bool) -> None:
     """Provision (or reuse) the cluster, start the job, and by default tear down after it."""
     from reclaunch.providers.verbs import cli_up
 
     try:
         status = cli_up(file, yes=yes, force=force, preflight=preflight, watch=watch,
-                        detach=not watch, backend=backend)
+                        detach=not watch, backend=backend, fresh=fresh)
     except KeyboardInterrupt:
         # Not "aborted": what was already created or started keeps running (and billing).
         err = ReclaunchError("interrupted: whatever `up` had already created or started is "
@@ -247,6 +250,15 @@ def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend:
                              f"resumes, `reclaunch down {file}` removes it")
         err.exit_code = 130
         raise err from None
+    if status is not None and status.details.get("already_finished"):
+        click.echo(status.message)
+    elif status is not None and not watch:
+        n = status.name
+        where = status.details.get("root")
+        click.echo(f"started {n} ({status.cloud}): {status.state}"
+                   + (f"; logs in {where}" if where else "") + "\n"
+                   f"  follow it:  reclaunch status {n}   |   reclaunch logs {n} -f\n"
+                   f"  stop it:    reclaunch down {n}")
     if status is not None and status.state == "Failed":
         sys.exit(1)
 
@@ -304,12 +316,14 @@ def down(name_or_file: str, yes: bool, keep_storage: bool, backend: str | None) 
 def preempt(name: str, node: int, notice: float, replace_after: float) -> None:
     """Spot-reclaim drill on a running cloud: local cluster: notice, grace, kill, replace."""
     from reclaunch.providers.verbs import provider_for
+    from reclaunch.runtime.locks import cluster_lock
 
     provider = provider_for(name)
     if not hasattr(provider, "preempt"):
         raise UsageError(f"{name} is a {provider.name} cluster: preempt drills run on cloud: local "
                          "clusters (rehearse there before paying for spot reclaims)")
-    record = provider.preempt(name, node, notice=notice, replace_after=replace_after)
+    with cluster_lock(name, "preempt"):
+        record = provider.preempt(name, node, notice=notice, replace_after=replace_after)
     click.echo(f"node {node} of {name} reclaimed (notice {notice:g}s); "
                f"a replacement joins in {replace_after:g}s"
                + (f": {record.get('message')}" if isinstance(record, dict) and record.get("message") else ""))

@@ -179,7 +179,9 @@ class PulumiInfra(Infra):
         except auto.StackNotFoundError:
             raise
         except auto.CommandError as exc:
-            raise _infra_error(f"cannot open stack {name!r} at {self.backend}", exc) from None
+            from reclaunch.runtime.backend import redact
+            raise _infra_error(f"cannot open stack {name!r} at {redact(self.backend)}", exc,
+                               self.backend) from None
 
     def exists(self, name: str) -> bool:
         auto = require("pulumi.automation", self.extra)
@@ -199,7 +201,7 @@ class PulumiInfra(Infra):
         try:
             res = stack.up(on_event=_forward(on_event), color="never", suppress_progress=True)
         except auto.CommandError as exc:
-            raise _infra_error(f"provisioning {plan.name} failed", exc) from None
+            raise _infra_error(f"provisioning {plan.name} failed", exc, self.backend) from None
         return {k: v.value for k, v in res.outputs.items()}
 
     def outputs(self, name: str) -> dict[str, Any]:
@@ -226,7 +228,7 @@ class PulumiInfra(Infra):
         try:
             stack.destroy(on_event=_forward(on_event), color="never", suppress_progress=True, **kw)
         except auto.CommandError as exc:
-            raise _infra_error(f"destroying {name} failed", exc) from None
+            raise _infra_error(f"destroying {name} failed", exc, self.backend) from None
         if not keep_storage:
             stack.workspace.remove_stack(name)
 
@@ -257,7 +259,8 @@ class PulumiInfra(Infra):
         try:
             stack.refresh(color="never", suppress_progress=True)
         except auto.CommandError as exc:
-            raise _infra_error(f"refreshing {name} after an interrupted run failed", exc) from None
+            raise _infra_error(f"refreshing {name} after an interrupted run failed", exc,
+                               self.backend) from None
         return ops
 
 
@@ -282,8 +285,9 @@ def _forward(on_event: OnEvent | None):
     return cb
 
 
-def _infra_error(message: str, exc: Any) -> InfraError:
-    text = f"{getattr(exc, 'stderr', '')}\n{getattr(exc, 'stdout', '')}\n{exc}"
+def _infra_error(message: str, exc: Any, backend: str | None = None) -> InfraError:
+    from reclaunch.runtime.backend import scrub
+    text = scrub(f"{getattr(exc, 'stderr', '')}\n{getattr(exc, 'stdout', '')}\n{exc}", backend)
     lines = [ln.strip() for ln in text.splitlines() if "error:" in ln.lower()]
     detail = lines[-1] if lines else str(exc).strip().splitlines()[-1:] or [""]
     detail = detail if isinstance(detail, str) else detail[0]

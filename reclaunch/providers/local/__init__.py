@@ -25,6 +25,8 @@ from reclaunch.providers.local import proc as lp
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
+# More simulated GPUs than this per core only thrash: gloo timeouts, not a rehearsal.
+PROCS_PER_CORE = 4
 _PYTHONS = ("python", "python3", f"python3.{sys.version_info.minor}")
 
 
@@ -52,6 +54,12 @@ class LocalProvider:
             raise MissingExtraError("torch", "local")
         if not Path("/proc/self/environ").exists():
             raise ProviderError("cloud: local needs Linux (/proc) to track its processes")
+        if plan is not None:   # each simulated GPU is a training process on these cores
+            procs, cores = plan.max_nodes * plan.gpus_per_node, os.cpu_count() or 1
+            if procs > PROCS_PER_CORE * cores:
+                raise UsageError(f"{plan.spec.where('nodes')}: nodes: cloud: local would run "
+                                 f"{procs} training processes on {cores} CPU core(s); at most "
+                                 f"{PROCS_PER_CORE * cores} ({PROCS_PER_CORE} per core) here")
 
     def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, **opts: Any) -> JobStatus:
         """Start the cluster detached; with watch, follow it live to the end.
@@ -71,7 +79,7 @@ class LocalProvider:
             (opts.get("console") or console()).print(render_plan(plan))
         root = lp.cluster_dir(spec.name)
         old = lp.read_json(root / "state.json")
-        if old and lp.pid_alive(old.get("supervisor_pid")):
+        if old and lp.supervisor_alive(old):
             raise ProviderError(
                 f"local cluster {spec.name!r} is already up (state {old.get('state')}, "
                 f"supervisor pid {old['supervisor_pid']})",
@@ -80,6 +88,9 @@ class LocalProvider:
         if lp.run_pids(spec.name):
             raise ProviderError(f"processes of a previous {spec.name!r} run are still alive",
                                 hint=f"`reclaunch down {spec.name}` stops them")
+        from reclaunch.providers.local import rerun
+        if (done := rerun.finished_before(root, old, fresh=bool(opts.get("fresh")))) is not None:
+            return done   # a second `up` after success: say so instead of training 0 steps
         for stale in ("state.json", "result.json", "supervisor.log"):
             (root / stale).unlink(missing_ok=True)
         shutil.rmtree(root / "nodes", ignore_errors=True)
@@ -130,6 +141,8 @@ class LocalProvider:
                 raise ProviderError("local supervisor did not start within 120 s",
                                     hint=f"see {root / 'supervisor.log'}")
             time.sleep(0.1)
+        if opts.get("on_started"):
+            opts["on_started"]()   # the name's lock: `down` may come from another terminal now
         if not watch:
             return self.status(spec.name)
         from reclaunch.providers.local.watch import watch as follow
@@ -138,11 +151,17 @@ class LocalProvider:
 
     def status(self, name: str) -> JobStatus:
         root = lp.cluster_dir(name)
-        state = lp.read_json(root / "state.json")
-        if state is None:
+        path = root / "state.json"
+        state = lp.read_json(path)
+        if state is None and not path.exists():
             raise UsageError(f"no local cluster named {name!r}" + _known_hint())
+        why = "not a JSON object" if state is None else lp.state_problem(state)
+        if why:   # one damaged file: this cluster says so, `status` of the others goes on
+            return JobStatus(name=name, cloud="local", state="Unknown",
+                             message=f"unreadable state ({path}): {why}",
+                             details={"root": str(root), "unreadable": str(path)})
         job_state = state["state"]
-        alive = lp.pid_alive(state.get("supervisor_pid"))
+        alive = lp.supervisor_alive(state)
         if job_state not in lp.TERMINAL and not alive:
             job_state, state["message"] = "Failed", "the local supervisor died; see supervisor.log"
         failure = state.get("failure") or {}
@@ -153,7 +172,7 @@ class LocalProvider:
         nodes, pods = [], []
         for n in state.get("nodes", []):
             nodes.append({"name": f"{name}-node-{n['index']}", "capacity_type": "spot" if spot else "on-demand",
-                          "ready": n["state"] == "running" and lp.pid_alive(n.get("pid"))})
+                          "ready": n["state"] == "running" and alive})
             pods.append({"name": f"{name}-node-{n['index']}", "rank": n["index"], "phase": n["state"].capitalize(),
                          "restarts": n.get("incarnation", 0), "pid": n.get("pid"),
                          "exit_code": n.get("exit_code")})
@@ -197,7 +216,7 @@ class LocalProvider:
             if not follow:
                 return
             state = lp.read_json(root / "state.json") or {}
-            if not lp.pid_alive(state.get("supervisor_pid")):
+            if not lp.supervisor_alive(state):
                 for path, line in tail.read():
                     r, _ = lp.split_rank(line)
                     if rank is None or r == rank:
@@ -205,36 +224,13 @@ class LocalProvider:
                 return
             time.sleep(poll)
 
-    def down(self, name: str, *, keep_storage: bool = False, grace: float = 15.0) -> None:
+    def down(self, name: str, *, keep_storage: bool = False, grace: float = 15.0,
+             yes: bool = False) -> None:
         """Stop every process of the cluster (verified by /proc), free its port, remove its
-        state, logs and checkpoints (keep_storage keeps data/ and the checkpoints)."""
-        root = self._root(name)
-        state = lp.read_json(root / "state.json") or {}
-        sup = state.get("supervisor_pid")
-        if lp.pid_alive(sup):
-            lp.signal_all([sup], 15)
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and lp.pid_alive(sup):
-                time.sleep(0.1)
-        left = lp.kill_marked(lp.MARKER, f"{name}:", 5.0)
-        if left:
-            raise ProviderError(f"could not stop processes {left} of local cluster {name!r}")
-        if keep_storage:
-            keep = {"data"}
-            ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")
-            if ckpt and Path(ckpt).parent == root:
-                keep.add(Path(ckpt).name)
-            for child in root.iterdir():
-                if child.name not in keep:
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-        try:  # the CLI finds clusters by their journal (reclaunch.runtime.journal)
-            from reclaunch.runtime.journal import Journal
-
-            Journal(name).path.unlink(missing_ok=True)
-        except Exception:  # pragma: no cover - the journal is lifecycle's; never block down
-            pass
+        state, logs and checkpoints (keep_storage keeps data/ and the checkpoints).
+        Deleting needs --yes or a yes on a terminal, as on clouds (teardown.py)."""
+        from reclaunch.providers.local import teardown
+        teardown.down(self._root(name), name, keep_storage=keep_storage, grace=grace, yes=yes)
 
     # ------------------------------------------------------------ spot drill
     def preempt(self, name: str, node: int, *, notice: float = 10.0, replace_after: float = 5.0,
@@ -244,7 +240,7 @@ class LocalProvider:
         rejoins the rendezvous. With wait, returns once the node is gone (the record)."""
         root = self._root(name)
         state = lp.read_json(root / "state.json") or {}
-        if not lp.pid_alive(state.get("supervisor_pid")) or state.get("state") in lp.TERMINAL:
+        if not lp.supervisor_alive(state) or state.get("state") in lp.TERMINAL:
             raise UsageError(f"local cluster {name!r} is not running (state {state.get('state')})")
         nodes = state.get("nodes", [])
         if not 0 <= node < len(nodes):
@@ -262,10 +258,27 @@ class LocalProvider:
                 raise UsageError(f"cannot preempt node {node}: {rec.get('reason')}")
             if rec and (not wait or rec["status"] not in ("noticed",)):
                 return rec
-            if not lp.pid_alive(state.get("supervisor_pid")):
+            if not lp.supervisor_alive(state):
                 break
             time.sleep(0.1)
         raise ProviderError(f"the supervisor of {name!r} did not carry out the preemption")
+
+    # ------------------------------------------------------------ name claims (claims.py)
+    def holds(self, name: str) -> tuple[str, None, str] | None:
+        """A local cluster of this name exists until `down` removes its directory."""
+        root = lp.cluster_dir(name)
+        if (root / "state.json").exists() or (root / "launch.json").exists():
+            return ("local", None, f"a local cluster (state in {root})")
+        return None
+
+    def names(self) -> list[str]:
+        base = lp.home()
+        return sorted(p.name for p in base.iterdir() if self.holds(p.name))
+
+    def interrupted_hint(self, name: str, path: str) -> str:
+        return (f"a local cluster runs on without `up`: `reclaunch status {name}` shows it, "
+                f"`reclaunch logs {name} -f` follows it (a second `up` answers 'already up'), "
+                f"`reclaunch down {name}` stops it")
 
     # ------------------------------------------------------------ helpers
     def _root(self, name: str) -> Path:
