@@ -93,7 +93,7 @@ def test_spot_reclaim_drill_resumes_from_checkpoint(home, provider, node, helper
     for f in files:                                             # never torn: length + sha256 verify
         assert checkpoint.load(str(f))["step"] > 0
     assert_nothing_left("drill", st.details["port"])
-    provider.down("drill")
+    provider.down("drill", yes=True)
 
 
 @pytest.mark.timeout(120)
@@ -106,7 +106,7 @@ def test_failing_command_reports_the_ranks_last_lines(home, provider, helpers):
     assert "ValueError: bad shard header" in st.message
     assert st.details["failure"]["rank"] in (0, 1)
     assert_nothing_left("boom", st.details["port"])
-    provider.down("boom")
+    provider.down("boom", yes=True)
 
 
 @pytest.mark.timeout(120)
@@ -126,7 +126,7 @@ def test_port_in_use_second_up_and_down(home, provider, helpers):
             provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
         wait_for(lambda: len(lp.run_pids("busy")) >= 5, 60, "supervisor, 2 agents and 2 workers")
         assert not lp.port_free(port)
-        provider.down("busy")
+        provider.down("busy", yes=True)
         assert lp.run_pids("busy") == [] and lp.port_free(port)
         assert not (home / "local" / "busy").exists()
     finally:
@@ -135,7 +135,7 @@ def test_port_in_use_second_up_and_down(home, provider, helpers):
 
 def test_down_or_status_of_an_unknown_cluster_is_a_usage_error(home, provider, helpers):
     with pytest.raises(UsageError, match="no local cluster named 'nope'") as exc:
-        provider.down("nope")
+        provider.down("nope", yes=True)
     assert exc.value.exit_code == 2
     with pytest.raises(UsageError):
         provider.status("nope")
@@ -161,4 +161,4 @@ def test_failed_job_kept_for_debugging_goes_after_idle_minutes(home, provider, h
                      60, "the idle guard")
     assert "teardown.idle_minutes" in state["message"]
     assert_nothing_left("idle", st.details["port"])
-    provider.down("idle")
+    provider.down("idle", yes=True)

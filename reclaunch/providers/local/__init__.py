@@ -85,6 +85,9 @@ class LocalProvider:
                 f"supervisor pid {old['supervisor_pid']})",
                 hint=f"follow it with `reclaunch status {spec.name}` / `reclaunch logs {spec.name} -f`, "
                      f"or stop it with `reclaunch down {spec.name}`")
+        end = time.monotonic() + (5.0 if old and old.get("torn_down") else 0.0)
+        while lp.run_pids(spec.name) and time.monotonic() < end:
+            time.sleep(0.1)   # a torn-down supervisor on its way out
         if lp.run_pids(spec.name):
             raise ProviderError(f"processes of a previous {spec.name!r} run are still alive",
                                 hint=f"`reclaunch down {spec.name}` stops them")
@@ -95,12 +98,17 @@ class LocalProvider:
             (root / stale).unlink(missing_ok=True)
         shutil.rmtree(root / "nodes", ignore_errors=True)
         shutil.rmtree(root / "control", ignore_errors=True)
-        root.mkdir(parents=True, exist_ok=True)
-
-        env = job_env(plan, local_root=root)
-        if spec.storage.kind == "hostpath":
-            (root / "data").mkdir(exist_ok=True)
-        Path(env["CHECKPOINT_DIR"]).mkdir(parents=True, exist_ok=True)
+        umask = os.umask(0o077)   # the run dir, its data and checkpoints: owner-only (home.py)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            root.chmod(0o700)
+            env = job_env(plan, local_root=root)
+            env["CHECKPOINT_DIR"] = _checkpoint_dir(spec, root, env["CHECKPOINT_DIR"])
+            if spec.storage.kind == "hostpath":
+                (root / "data").mkdir(exist_ok=True)
+            Path(env["CHECKPOINT_DIR"]).mkdir(parents=True, exist_ok=True)
+        finally:
+            os.umask(umask)
         env.setdefault("RECLAUNCH_RESULT", str(root / "result.json"))
         env.setdefault("PYTHONUNBUFFERED", "1")
         if "OMP_NUM_THREADS" not in os.environ:  # N simulated nodes share these cores
@@ -122,7 +130,8 @@ class LocalProvider:
         }
         lp.write_json(root / "launch.json", launch)
         _journal(plan, opts.get("spec_path"))
-        with open(root / "supervisor.log", "ab") as log:
+        fd = os.open(root / "supervisor.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(fd, "ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "reclaunch.providers.local.supervisor", str(root)],
                 cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -298,6 +307,17 @@ def _journal(plan: "Plan", spec_path: str | None) -> None:
     Journal(spec.name).save_record(ClusterRecord(
         name=spec.name, cloud="local", nodes=plan.nodes, spot=plan.spot,
         teardown_when=spec.teardown.when, spec_path=spec_path))
+
+
+def _checkpoint_dir(spec: Any, root: Path, ckpt: str) -> str:
+    """A checkpoint path under storage.mount_path names the cluster's volume, not this host's
+    directory: with no volume here (storage: none, e.g. the default /data/ckpt) it lives in the
+    run's own directory, never in the host's /data. Other absolute paths are the user's."""
+    mount = spec.storage.mount_path.rstrip("/") or "/"
+    path = Path(ckpt)
+    if path.is_relative_to(root) or not (str(path) == mount or str(path).startswith(mount + "/")):
+        return ckpt
+    return str(root / os.path.relpath(path, mount))
 
 
 def _known_hint() -> str:
