@@ -25,7 +25,21 @@ def _console(stderr: bool = False):
 
 
 def _emit_json(obj) -> None:
-    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+    """Strict JSON: a NaN or inf that got this far becomes null (Python would print `NaN`,
+    which no JSON parser accepts)."""
+    click.echo(json.dumps(_finite(obj), indent=2, sort_keys=False, default=str, allow_nan=False))
+
+
+def _finite(obj):
+    import math
+
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
