@@ -115,13 +115,13 @@ def sweeper_for(cloud: str, region: str, **options: Any):
 
 
 def gc(cloud: str, region: str, cluster: str | None = None, *, delete: bool = False,
-       sleep=None, **options: Any):
+       sleep=None, progress=None, **options: Any):
     """`reclaunch gc`: the cloud's sweeper over one region. Returns a runtime.sweep.SweepReport."""
     import time
 
     from reclaunch.runtime.sweep import sweep
     return sweep(sweeper_for(cloud, region, **options), cluster, delete=delete,
-                 sleep=sleep or time.sleep)
+                 sleep=sleep or time.sleep, progress=progress)
 
 
 def stack_program(cloud: str):
