@@ -46,7 +46,7 @@ class AwsSweeper:
             # Bounded retries (standard mode backs off exponentially) and short timeouts: a
             # hung or unreachable endpoint must fail in seconds (runtime/sweep.sdk_limits).
             connect, read, attempts = sdk_limits()
-            cfg = Config(retries={"max_attempts": attempts, "mode": "standard"},
+            cfg = Config(retries={"total_max_attempts": attempts, "mode": "standard"},
                          connect_timeout=connect, read_timeout=read)
             self._clients[service] = self._session.client(service, region_name=self.region,
                                                           config=cfg)
