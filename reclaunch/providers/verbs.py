@@ -45,10 +45,10 @@ def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool
     catalog = load_catalog()   # once: validation and planning read the same prices
     plan = make_plan(load_spec(path, catalog), catalog)
     provider = get(plan.cloud)
-    provider.check_ready(plan)
     lock = cluster_lock(plan.name, "up").acquire()
     try:
-        refuse_taken_name(plan)
+        refuse_taken_name(plan)   # before credentials: a taken name is the first thing to fix
+        provider.check_ready(plan)
         return provider.up(plan, yes=yes, force=force, preflight=preflight,
                            watch=watch and not detach, detach=detach, backend=backend,
                            spec_path=str(path), fresh=fresh,
