@@ -359,8 +359,9 @@ def gc(cloud: str, region: str, cluster: str | None, subscription: str | None,
     from reclaunch.providers import gc as sweep_gc
 
     options = {k: v for k, v in (("subscription_id", subscription), ("project", project)) if v}
-    report = sweep_gc(cloud, region, cluster, delete=yes,   # progress on stderr as it goes
-                      progress=lambda msg: click.echo(msg, err=True), **options)
+    # Progress on stdout as it goes (stderr stays one line per error, the CLI's contract).
+    report = sweep_gc(cloud, region, cluster, delete=yes,
+                      progress=lambda msg: click.echo(msg), **options)
     _console().print(report.render())
     sys.exit(report.exit_code)
 

@@ -175,14 +175,13 @@ class KubeCloudProvider:
         from reclaunch.runtime import lifecycle
         from reclaunch.runtime.journal import Journal
         from reclaunch.spec import load_spec
+        self.check_ready(None)   # no record is written for a down that cannot run anyway
         plan = planner.make_plan(load_spec(spec_path))
-        _, job = lifecycle.manifests_for(plan)
         j = Journal(plan.name)
         j.write("adopt", "info", message="journal lost or damaged: record rebuilt from "
                 f"{spec_path} by `reclaunch down`")
         from reclaunch.runtime.backend import redact
-        j.save_record(lifecycle.record_for(plan, backend=redact(backend), spec_path=spec_path,
-                                           job=job))
+        j.save_record(lifecycle.record_for(plan, backend=redact(backend), spec_path=spec_path))
 
     def _env_for(self, name: str, backend: str | None) -> "Env":
         from reclaunch.errors import UsageError

@@ -81,7 +81,7 @@ def test_gc_against_a_hung_endpoint_ends_in_seconds_with_progress(tmp_path, fast
     finally:
         server.close()
     assert proc.returncode == 1, proc.stderr
-    assert "listing aws us-east-1" in proc.stderr                      # progress, at once
+    assert "listing aws us-east-1" in proc.stdout                      # progress, at once
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "cannot reach AWS" in errors[0], proc.stderr
     assert "Traceback" not in proc.stderr
