@@ -155,9 +155,12 @@ class KubeCloudProvider:
         """The journal's cluster of this cloud, until a destroy finished with nothing after."""
         from reclaunch.errors import ReclaunchError
         from reclaunch.runtime.journal import Journal
+        from reclaunch.home import root
+        if not (root() / "journal" / f"{name}.jsonl").exists():   # look, never create
+            return None
         j = Journal(name)
         try:
-            rec = j.record() if j.path.exists() else None
+            rec = j.record()
         except ReclaunchError:
             return None
         if rec is None or rec.cloud != self.name:
@@ -251,7 +254,8 @@ def spawn_watcher(name: str, backend: str | None = None) -> int:
         return running
     from reclaunch.home import private_dir
     from reclaunch.runtime.journal import Journal
-    log = open(private_dir("watch") / f"{name}.log", "ab")
+    log = open(os.open(private_dir("watch") / f"{name}.log",   # owner-only, like all of home
+                       os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
     cmd = [sys.executable, "-m", "reclaunch.providers.kubecloud", "watch", name]
     env = os.environ.copy()
     if backend:   # in its environment (owner-only in /proc), never on its command line (`ps`)

@@ -28,7 +28,7 @@ def env(tmp_path, monkeypatch) -> dict[str, str]:
     yield e
     from reclaunch.providers.local import proc as lp   # nothing of ours may outlive a test
     for d in (home / "local").glob("*"):
-        lp.kill_marked(lp.MARKER, f"{d.name}:", 2.0)
+        lp.kill_marked(lp.MARKER, lp.run_marker(d.name), 2.0)
 
 
 def run(env, *args, timeout: float = 90, **kw) -> subprocess.CompletedProcess:

@@ -57,7 +57,7 @@ def test_end_to_end_two_nodes_succeed_and_tear_down(home, provider, helpers):
     assert 0 in ranks                                           # the trainer logs on rank 0 only
     assert all(line.startswith("[rank0]: ") for line in provider.logs("e2e", rank=0))
     print(f"e2e wall {time.monotonic() - t0:.1f}s")
-    provider.down("e2e")
+    provider.down("e2e", yes=True)
     assert not (home / "local" / "e2e").exists()
 
 

@@ -180,3 +180,22 @@ def test_too_many_local_processes_for_this_machine_is_exit_2(provider, helpers):
     with pytest.raises(UsageError, match=rf"{n} training processes on {cores} CPU") as exc:
         provider.check_ready(helpers.local_plan(spec))
     assert exc.value.exit_code == 2
+
+
+def test_the_same_name_under_another_home_is_someone_elses(tmp_path, monkeypatch):
+    """Another user's (or another test run's) cluster of the same name is never found here."""
+    from reclaunch.providers.local import teardown
+
+    monkeypatch.setenv("RECLAUNCH_HOME", str(tmp_path / "a"))
+    marker = lp.run_marker("same", "r1")
+    theirs = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                              env={**os.environ, lp.MARKER: marker})
+    try:
+        assert wait_for(lambda: theirs.pid in lp.run_pids("same"), 10, "the marker")
+        monkeypatch.setenv("RECLAUNCH_HOME", str(tmp_path / "b"))
+        assert lp.run_pids("same") == []
+        assert teardown.stop("same", {}, 1.0) == []
+        assert theirs.poll() is None
+    finally:
+        theirs.kill()
+        theirs.wait(10)

@@ -136,7 +136,7 @@ class LocalProvider:
                 [sys.executable, "-m", "reclaunch.providers.local.supervisor", str(root)],
                 cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, lp.MARKER: f"{spec.name}:{launch['run_id']}",
+                env={**os.environ, lp.MARKER: lp.run_marker(spec.name, launch["run_id"]),
                      "PYTHONPATH": _pythonpath()})
         deadline = time.monotonic() + 120
         while True:

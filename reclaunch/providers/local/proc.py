@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-MARKER = "RECLAUNCH_LOCAL_RUN"        # "<name>:<run_id>" on every process of a run
+MARKER = "RECLAUNCH_LOCAL_RUN"        # run_marker(): "<name>@<home>:<run_id>" on every process
 NODE_MARKER = "RECLAUNCH_LOCAL_NODE"  # "<name>:<run_id>:<node>:<incarnation>"
 RANK_PREFIX = "[rank${rank}]: "       # torchrun's TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
 
@@ -81,7 +81,7 @@ def supervisor_alive(state: dict[str, Any]) -> bool:
     if state.get("supervisor_id"):
         return ident.alive_as(pid, state["supervisor_id"])
     return pid_alive(pid) and ident.environ_has(
-        pid, f"{MARKER}={state.get('name')}:{state.get('run_id')}")
+        pid, f"{MARKER}={run_marker(str(state.get('name')), str(state.get('run_id')))}")
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -130,7 +130,17 @@ def marked_pids(key: str, value_prefix: str) -> list[int]:
 
 
 def run_pids(name: str, run_id: str | None = None) -> list[int]:
-    return marked_pids(MARKER, f"{name}:{run_id}" if run_id else f"{name}:")
+    return marked_pids(MARKER, run_marker(name, run_id or ""))
+
+
+def run_marker(name: str, run_id: str = "") -> str:
+    """MARKER's value for cluster `name` of *this* RECLAUNCH_HOME (a prefix when run_id is
+    empty). The same name under another home (another user, another test) is someone else's
+    cluster: its processes must never be found, let alone signalled, from here."""
+    import hashlib
+
+    where = hashlib.sha1(str(cluster_dir(name).resolve()).encode()).hexdigest()[:10]
+    return f"{name}@{where}:{run_id}"
 
 
 def signal_all(pids: Iterable[int], sig: int) -> None:

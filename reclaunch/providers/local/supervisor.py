@@ -50,6 +50,8 @@ class Supervisor:
         self._last_write = 0.0
         from reclaunch.providers.local.ident import identity
         self.ident = identity(os.getpid())   # pid + start time: what `down` checks before a signal
+        # The CLI started us with this run's marker (proc.run_marker): our processes carry it.
+        self.marker = os.environ.get(lp.MARKER) or lp.run_marker(self.name, self.run_id)
 
     # ------------------------------------------------------------ setup
     def open_store(self) -> None:
@@ -88,7 +90,7 @@ class Supervisor:
         info["incarnation"] = info.get("incarnation", -1) + 1
         env = dict(os.environ)
         env.update(self.launch["env"])
-        env[lp.MARKER] = f"{self.name}:{self.run_id}"
+        env[lp.MARKER] = self.marker
         env[lp.NODE_MARKER] = f"{self.name}:{self.run_id}:{node}:{info['incarnation']}"
         env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = lp.RANK_PREFIX
         # torch caches the bootstrap store address per agent across rounds, so a replacement
@@ -263,7 +265,7 @@ class Supervisor:
         # what a job daemonized with a clean environment (setsid + env -i): nothing outlives us.
         from reclaunch.providers.local.ident import descendants
         for _ in range(3):
-            left = lp.kill_marked(lp.MARKER, f"{self.name}:{self.run_id}", grace,
+            left = lp.kill_marked(lp.MARKER, self.marker, grace,
                                   exclude=[os.getpid()], also=descendants(os.getpid()))
             self.reap()
             if not left and not descendants(os.getpid()):

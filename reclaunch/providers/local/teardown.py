@@ -47,7 +47,7 @@ def stop(name: str, state: dict, grace: float) -> list[int]:
         while time.monotonic() < deadline and ident.alive_as(sup, sup_id):
             time.sleep(0.1)
         adopted[sup] = sup_id   # still there after the grace: it goes with the rest
-    left = lp.kill_marked(lp.MARKER, f"{name}:", 5.0, also=adopted)
+    left = lp.kill_marked(lp.MARKER, lp.run_marker(name), 5.0, also=adopted)
     # Verify from scratch: marker scan plus every identity we knew about.
     return sorted(set(left) | {p for p, i in adopted.items() if ident.alive_as(p, i)}
                   | set(lp.run_pids(name)))
