@@ -18,10 +18,15 @@ def provider_for(name: str):
     import re
 
     from reclaunch.providers import get
+    _check_name(name)
+    return get(Journal(name).record().cloud)
+
+
+def _check_name(name: str) -> None:
+    import re
     if not re.fullmatch(r"[a-z0-9-]{1,40}", name or ""):   # spec.Spec.name; never a path
         raise UsageError(f"{name!r} is not a cluster name (1..40 characters of a-z, 0-9 and '-')",
                          hint="`reclaunch status` lists known clusters")
-    return get(Journal(name).record().cloud)
 
 
 _provider_for = provider_for
@@ -109,6 +114,7 @@ def cli_down(name_or_file: str, *, yes: bool = False, keep_storage: bool = False
         from reclaunch.spec import load_spec
         name, spec_path = load_spec(name_or_file).name, name_or_file
     import inspect
+    _check_name(name)   # it names the lock file: never a path
     with cluster_lock(name, "down"):
         try:
             provider = _provider_for(name)

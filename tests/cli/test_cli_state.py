@@ -178,6 +178,14 @@ def test_backend_scheme_checked_and_credentials_never_printed(env, url, needle):
         assert "hunter2" not in proc.stderr + proc.stdout and "alice" not in proc.stderr
 
 
+def test_down_of_a_name_that_is_no_cluster_name_takes_no_lock(env):
+    for bad in ("NOPE", "a\tb", "x" * 41):
+        proc = run(env, "down", bad, "--yes")
+        assert proc.returncode == 2 and "is not a cluster name" in one_error_line(proc)
+    assert not list((Path(env["RECLAUNCH_HOME"]) / "locks").glob("*")) \
+        if (Path(env["RECLAUNCH_HOME"]) / "locks").exists() else True
+
+
 def test_redact():
     from reclaunch.runtime.backend import check_backend, redact
 
