@@ -15,8 +15,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def provider_for(name: str):
     """The provider of a known cluster (from its journal record)."""
-    import re
-
     from reclaunch.providers import get
     _check_name(name)
     return get(Journal(name).record().cloud)
