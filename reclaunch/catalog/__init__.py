@@ -172,9 +172,9 @@ def user_overlay_dir() -> Path:
 
 def write_rows(path: Path, offers: list[Offer]) -> None:
     """Write offers as a catalog CSV atomically (a torn catalog would break every plan)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)   # under ~/.reclaunch: owner-only
     tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="") as fh:
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=INSTANCE_COLUMNS)
         w.writeheader()
         for o in sorted(offers, key=lambda o: o.key):
@@ -213,14 +213,12 @@ def bundled_catalog() -> Catalog:
 
 
 def read_overlay(path: Path) -> list[Offer] | None:
-    """The rows `catalog refresh` wrote; None when there is no file or it is broken (a broken
-    overlay must not stop planning: the bundled data serves, and the next refresh rewrites it)."""
-    if not path.is_file():
-        return None
-    try:
-        return [parse_offer(r, origin="overlay") for r in _read_rows(path.read_text())]
-    except (KeyError, ValueError, csv.Error):
-        return None
+    """The rows `catalog refresh` wrote, each checked (overlay.py); None when there is no file.
+    A bad row is skipped with a `file:line` warning and the bundled row serves: a broken
+    overlay must never stop planning nor put a NaN into a price."""
+    from reclaunch.catalog.overlay import read_overlay as read_checked
+
+    return read_checked(path, parse_offer, bundled_catalog().gpus)
 
 
 def load_catalog(overlay: bool = True, overlay_dir: Path | None = None) -> Catalog:

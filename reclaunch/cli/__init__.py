@@ -25,7 +25,21 @@ def _console(stderr: bool = False):
 
 
 def _emit_json(obj) -> None:
-    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+    """Strict JSON: a NaN or inf that got this far becomes null (Python would print `NaN`,
+    which no JSON parser accepts)."""
+    click.echo(json.dumps(_finite(obj), indent=2, sort_keys=False, default=str, allow_nan=False))
+
+
+def _finite(obj):
+    import math
+
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -293,8 +307,10 @@ def preview(file: str, as_json: bool) -> None:
 @click.option("--backend", help="Pulumi state backend URL (s3://, azblob://, gs://, https://).")
 @click.option("--dry-run", is_flag=True,
               help="Print the launch `up` would apply (plan as planned) and create nothing.")
+@click.option("--fresh", is_flag=True,
+              help="cloud: local: train again from step 0 after a run that already succeeded.")
 def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend: str | None,
-       dry_run: bool) -> None:
+       dry_run: bool, fresh: bool) -> None:
     """Provision (or reuse) the cluster, start the job, and by default tear down after it."""
     from reclaunch.providers.verbs import cli_up
 
@@ -310,7 +326,7 @@ def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend:
 
     try:
         status = cli_up(file, yes=yes, force=force, preflight=preflight, watch=watch,
-                        detach=not watch, backend=backend)
+                        detach=not watch, backend=backend, fresh=fresh)
     except KeyboardInterrupt:
         # Not "aborted": what was already created or started keeps running (and billing).
         err = ReclaunchError("interrupted: whatever `up` had already created or started is "
@@ -318,6 +334,15 @@ def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend:
                              f"resumes, `reclaunch down {file}` removes it")
         err.exit_code = 130
         raise err from None
+    if status is not None and status.details.get("already_finished"):
+        click.echo(status.message)
+    elif status is not None and not watch:
+        n = status.name
+        where = status.details.get("root")
+        click.echo(f"started {n} ({status.cloud}): {status.state}"
+                   + (f"; logs in {where}" if where else "") + "\n"
+                   f"  follow it:  reclaunch status {n}   |   reclaunch logs {n} -f\n"
+                   f"  stop it:    reclaunch down {n}")
     if status is not None and status.state == "Failed":
         sys.exit(1)
 
@@ -399,12 +424,14 @@ def preempt(name: str, node: int, notice: float, replace_after: float) -> None:
     """Spot-reclaim drill on a running cloud: local cluster: notice, grace, kill, replace."""
     from reclaunch.providers import Preemptible
     from reclaunch.providers.verbs import provider_for
+    from reclaunch.runtime.locks import cluster_lock
 
     provider = provider_for(name)
     if not isinstance(provider, Preemptible):
         raise UsageError(f"{name} is a {provider.name} cluster: preempt drills run on cloud: local "
                          "clusters (rehearse there before paying for spot reclaims)")
-    record = provider.preempt(name, node, notice=notice, replace_after=replace_after)
+    with cluster_lock(name, "preempt"):
+        record = provider.preempt(name, node, notice=notice, replace_after=replace_after)
     click.echo(f"node {node} of {name} reclaimed (notice {notice:g}s); "
                f"a replacement joins in {replace_after:g}s"
                + (f": {record.get('message')}" if isinstance(record, dict) and record.get("message") else ""))
@@ -426,7 +453,9 @@ def gc(cloud: str, region: str, cluster: str | None, subscription: str | None,
     from reclaunch.providers import gc as sweep_gc
 
     options = {k: v for k, v in (("subscription_id", subscription), ("project", project)) if v}
-    report = sweep_gc(cloud, region, cluster, delete=yes, **options)
+    # Progress on stdout as it goes (stderr stays one line per error, the CLI's contract).
+    report = sweep_gc(cloud, region, cluster, delete=yes,
+                      progress=lambda msg: click.echo(msg), **options)
     _console().print(report.render())
     sys.exit(report.exit_code)
 

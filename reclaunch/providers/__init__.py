@@ -8,7 +8,7 @@ Each module is imported lazily so one cloud's SDK never loads for another.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Iterator, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, runtime_checkable
 
 from reclaunch.errors import UsageError
 from reclaunch.runtime.states import JobStatus  # noqa: F401  (part of the Provider API)
@@ -41,8 +41,16 @@ class Provider(Protocol):
 
     def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
            preflight: bool = False, detach: bool = False, backend: str | None = None,
-           spec_path: str | None = None) -> JobStatus:
-        """Provision (idempotently) and start the job; with watch, follow it to the end."""
+           spec_path: str | None = None, fresh: bool = False,
+           on_started: "Callable[[], None] | None" = None) -> JobStatus:
+        """Provision (idempotently) and start the job; with watch, follow it to the end.
+        on_started: called once the job runs (the CLI releases the name's lock there)."""
+
+    def holds(self, name: str) -> tuple[str, str | None, str] | None:
+        """(cloud, region, description) when this target holds a live cluster `name`."""
+
+    def interrupted_hint(self, name: str, path: str) -> str:
+        """What to tell a user who pressed Ctrl-C during `up`."""
 
     def status(self, name: str) -> JobStatus: ...
 
@@ -54,6 +62,21 @@ class Provider(Protocol):
     def down(self, name: str, *, keep_storage: bool = False, yes: bool = False,
              backend: str | None = None) -> None:
         """Destroy everything of this cluster and verify nothing is left."""
+
+
+@runtime_checkable
+class ListsClusters(Protocol):
+    """A target that can list its clusters without the journal (cloud: local: its state dirs)."""
+
+    def names(self) -> list[str]: ...
+
+
+@runtime_checkable
+class Adoptable(Protocol):
+    """A target that can rebuild a lost journal record from the spec (clouds: the stack name
+    and tags follow from the spec), so `down FILE` still destroys and verifies."""
+
+    def adopt(self, spec_path: str, backend: str | None) -> None: ...
 
 
 @runtime_checkable
@@ -132,13 +155,13 @@ def sweeper_for(cloud: str, region: str, **options: Any):
 
 
 def gc(cloud: str, region: str, cluster: str | None = None, *, delete: bool = False,
-       sleep=None, **options: Any):
+       sleep=None, progress=None, **options: Any):
     """`reclaunch gc`: the cloud's sweeper over one region. Returns a runtime.sweep.SweepReport."""
     import time
 
     from reclaunch.runtime.sweep import sweep
     return sweep(sweeper_for(cloud, region, **options), cluster, delete=delete,
-                 sleep=sleep or time.sleep)
+                 sleep=sleep or time.sleep, progress=progress)
 
 
 def stack_program(cloud: str):

@@ -141,19 +141,72 @@ class KubeCloudProvider:
     # ---- the Provider protocol -----------------------------------------------------------
     def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
            preflight: bool = False, detach: bool = False, backend: str | None = None,
-           spec_path: str | None = None) -> "JobStatus":
+           spec_path: str | None = None, fresh: bool = False,
+           on_started: Callable[[], None] | None = None) -> "JobStatus":
         from reclaunch.runtime import lifecycle
         self.check_ready(plan)
         env = self.env(backend)
         text = open(spec_path).read() if spec_path and os.path.exists(spec_path) else None
-        rec = lifecycle.record_for(plan, backend=backend, spec_path=spec_path, spec_text=text)
-        after = (lambda r: spawn_watcher(r.name, backend)) if detach and not watch else None
+        from reclaunch.runtime.backend import redact   # the journal never holds credentials
+        rec = lifecycle.record_for(plan, backend=redact(backend), spec_path=spec_path, spec_text=text)
+        started = on_started or (lambda *_: None)   # e.g. releases the name's lock
+
+        def after(r: "ClusterRecord") -> None:
+            if detach and not watch:
+                spawn_watcher(r.name, backend)
+            started(r)
         return lifecycle.up(plan, env, yes=yes, force=force, preflight=preflight,
                             watch=watch and not detach, record=rec, after_start=after)
 
-    def _env_for(self, name: str, backend: str | None) -> "Env":
+    # ---- name claims (claims.py) ----------------------------------------------------------
+    def holds(self, name: str) -> tuple[str, str | None, str] | None:
+        """The journal's cluster of this cloud, until a destroy finished with nothing after."""
+        from reclaunch.errors import ReclaunchError
         from reclaunch.runtime.journal import Journal
-        return self.env(backend or Journal(name).record().backend)
+        from reclaunch.home import root
+        if not (root() / "journal" / f"{name}.jsonl").exists():   # look, never create
+            return None
+        j = Journal(name)
+        try:
+            rec = j.record()
+        except ReclaunchError:
+            return None
+        if rec is None or rec.cloud != self.name:
+            return None
+        last = j.last("destroy")
+        if last and last["outcome"] == "ok" and not j.done("provision"):
+            return None
+        where = f" in {rec.region}" if rec.region else ""
+        return (self.name, rec.region, f"a {self.name} cluster{where} (from {rec.spec_path or 'a spec'})")
+
+    def interrupted_hint(self, name: str, path: str) -> str:
+        return (f"`reclaunch status {name}` shows it; `reclaunch up {path}` resumes, "
+                f"`reclaunch down {name}` removes it")
+
+    def adopt(self, spec_path: str, backend: str | None) -> None:
+        """Journal lost or damaged: rebuild its record from the spec, so `down` can destroy
+        the stack and verify by the tag sweep that nothing is left."""
+        from reclaunch import planner
+        from reclaunch.runtime import lifecycle
+        from reclaunch.runtime.journal import Journal
+        from reclaunch.spec import load_spec
+        self.check_ready(None)   # no record is written for a down that cannot run anyway
+        plan = planner.make_plan(load_spec(spec_path))
+        j = Journal(plan.name)
+        j.write("adopt", "info", message="journal lost or damaged: record rebuilt from "
+                f"{spec_path} by `reclaunch down`")
+        from reclaunch.runtime.backend import redact
+        j.save_record(lifecycle.record_for(plan, backend=redact(backend), spec_path=spec_path))
+
+    def _env_for(self, name: str, backend: str | None) -> "Env":
+        from reclaunch.errors import UsageError
+        from reclaunch.runtime.backend import needs_secret
+        from reclaunch.runtime.journal import Journal
+        backend = backend or os.environ.get("RECLAUNCH_BACKEND") or Journal(name).record().backend
+        if needs_secret(backend):
+            raise UsageError(f"{name}'s state backend needs credentials, which are never stored",
+                             hint="pass --backend URL again")
+        return self.env(backend)
 
     def watch(self, name: str, backend: str | None = None) -> "JobStatus":
         from reclaunch.runtime import lifecycle
@@ -217,12 +270,14 @@ def spawn_watcher(name: str, backend: str | None = None) -> int:
         return running
     from reclaunch.home import private_dir
     from reclaunch.runtime.journal import Journal
-    log = open(private_dir("watch") / f"{name}.log", "ab")
+    log = open(os.open(private_dir("watch") / f"{name}.log",   # owner-only, like all of home
+                       os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
     cmd = [sys.executable, "-m", "reclaunch.providers.kubecloud", "watch", name]
-    if backend:
-        cmd += ["--backend", backend]
+    env = os.environ.copy()
+    if backend:   # in its environment (owner-only in /proc), never on its command line (`ps`)
+        env["RECLAUNCH_BACKEND"] = backend
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True, env=os.environ.copy())
+                            start_new_session=True, env=env)
     pid_file(name).write_text(str(proc.pid))
     Journal(name).write("watcher", "info", pid=proc.pid, message=f"detached watcher pid {proc.pid}")
     return proc.pid

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from reclaunch.errors import UsageError
+from reclaunch.errors import ReclaunchError, UsageError
 from reclaunch.runtime.journal import Journal
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -15,45 +15,81 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def provider_for(name: str):
     """The provider of a known cluster (from its journal record)."""
-    import re
-
     from reclaunch.providers import get
+    _check_name(name)
+    return get(Journal(name).record().cloud)
+
+
+def _check_name(name: str) -> None:
+    import re
     if not re.fullmatch(r"[a-z0-9-]{1,40}", name or ""):   # spec.Spec.name; never a path
         raise UsageError(f"{name!r} is not a cluster name (1..40 characters of a-z, 0-9 and '-')",
                          hint="`reclaunch status` lists known clusters")
-    return get(Journal(name).record().cloud)
 
 
 _provider_for = provider_for
 
 
 def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool = False,
-           watch: bool = True, detach: bool = False, backend: str | None = None) -> "JobStatus":
-    """`reclaunch up FILE`: every check that needs no cloud runs before anything is created."""
+           watch: bool = True, detach: bool = False, backend: str | None = None,
+           fresh: bool = False) -> "JobStatus":
+    """`reclaunch up FILE`: every check that needs no cloud runs before anything is created.
+
+    The cluster's lock (runtime/locks.py) is held until the job is started, not while it is
+    watched: `down` from another terminal must stay possible during a long run."""
     from reclaunch.catalog import load_catalog
     from reclaunch.planner import make_plan
     from reclaunch.providers import get
+    from reclaunch.providers.claims import refuse_taken_name
+    from reclaunch.runtime.backend import check_backend
+    from reclaunch.runtime.locks import cluster_lock
     from reclaunch.spec import load_spec
+    backend = check_backend(backend)
     catalog = load_catalog()   # once: validation and planning read the same prices
     plan = make_plan(load_spec(path, catalog), catalog)
     provider = get(plan.cloud)
-    provider.check_ready(plan)
-    return provider.up(plan, yes=yes, force=force, preflight=preflight, watch=watch and not detach,
-                       detach=detach, backend=backend, spec_path=str(path))
+    lock = cluster_lock(plan.name, "up").acquire()
+    try:
+        refuse_taken_name(plan)   # before credentials: a taken name is the first thing to fix
+        provider.check_ready(plan)
+        return provider.up(plan, yes=yes, force=force, preflight=preflight,
+                           watch=watch and not detach, detach=detach, backend=backend,
+                           spec_path=str(path), fresh=fresh,
+                           on_started=lock.release)
+    except KeyboardInterrupt:
+        err = ReclaunchError("interrupted: whatever `up` had already created or started is "
+                             "still there", hint=provider.interrupted_hint(plan.name, path))
+        err.exit_code = 130
+        raise err from None
+    finally:
+        lock.release()   # a no-op once on_started released it
 
 
 def cli_status(name: str | None = None) -> list["JobStatus"]:
     from reclaunch.errors import ReclaunchError
     from reclaunch.runtime.journal import known_clusters
+    from reclaunch.providers.claims import provider_without_journal
     from reclaunch.runtime.lifecycle import _status_obj
     if name is not None:
         return with_measured([_provider_for(name).status(name)])
     out = []
     for n in known_clusters():   # one unreadable cluster must not hide the others
         try:
+            return [_provider_for(name).status(name)]
+        except ReclaunchError as exc:
+            return [provider_without_journal(name, None, None, exc).status(name)]
+    from reclaunch.providers.claims import names_without_journal
+    out = []
+    for n in sorted({*known_clusters(), *names_without_journal()}):
+        try:   # one unreadable cluster must not hide the others
             out.append(_provider_for(n).status(n))
         except ReclaunchError as exc:
-            out.append(_status_obj(n, "?", "Unknown", str(exc)))
+            try:   # a lost journal: the provider that still has it (local state dir)
+                out.append(provider_without_journal(n, None, None, exc).status(n))
+            except ReclaunchError:
+                out.append(_status_obj(n, "?", "Unknown", str(exc)))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            out.append(_status_obj(n, "?", "Unknown", f"unreadable state: {type(exc).__name__}: {exc}"))
     return with_measured(out)
 
 
@@ -91,10 +127,21 @@ def cli_logs(name: str, *, rank: int | None = None, follow: bool = False) -> Ite
 def cli_down(name_or_file: str, *, yes: bool = False, keep_storage: bool = False,
              backend: str | None = None) -> None:
     import os
-    name = name_or_file
+
+    from reclaunch.providers.claims import provider_without_journal
+    from reclaunch.runtime.backend import check_backend
+    from reclaunch.runtime.locks import cluster_lock
+    backend = check_backend(backend)
+    name, spec_path = name_or_file, None
     # A path (even a missing or wrong one) is a spec: its error beats "no cluster named 'a/b'".
     if os.path.isfile(name_or_file) or os.sep in name_or_file or \
             name_or_file.endswith((".yaml", ".yml")):
         from reclaunch.spec import load_spec
-        name = load_spec(name_or_file).name
-    _provider_for(name).down(name, keep_storage=keep_storage, yes=yes, backend=backend)
+        name, spec_path = load_spec(name_or_file).name, name_or_file
+    _check_name(name)   # it names the lock file: never a path
+    with cluster_lock(name, "down"):
+        try:
+            provider = _provider_for(name)
+        except ReclaunchError as exc:   # no journal, or a damaged one: find what runs anyway
+            provider = provider_without_journal(name, spec_path, backend, exc)
+        provider.down(name, keep_storage=keep_storage, yes=yes, backend=backend)

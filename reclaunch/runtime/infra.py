@@ -180,7 +180,9 @@ class PulumiInfra(Infra):
         except auto.StackNotFoundError:
             raise
         except auto.CommandError as exc:
-            raise _infra_error(f"cannot open stack {name!r} at {self.backend}", exc) from None
+            from reclaunch.runtime.backend import redact
+            raise _infra_error(f"cannot open stack {name!r} at {redact(self.backend)}", exc,
+                               self.backend) from None
 
     def exists(self, name: str) -> bool:
         auto = require("pulumi.automation", self.extra)
@@ -200,7 +202,7 @@ class PulumiInfra(Infra):
         try:
             res = stack.up(on_event=_forward(on_event), color="never", suppress_progress=True)
         except auto.CommandError as exc:
-            raise with_diagnosis(_infra_error(f"provisioning {plan.name} failed", exc),
+            raise with_diagnosis(_infra_error(f"provisioning {plan.name} failed", exc, self.backend),
                                  self.diagnose, plan) from None
         return {k: v.value for k, v in res.outputs.items()}
 
@@ -228,7 +230,7 @@ class PulumiInfra(Infra):
         try:
             stack.destroy(on_event=_forward(on_event), color="never", suppress_progress=True, **kw)
         except auto.CommandError as exc:
-            raise _infra_error(f"destroying {name} failed", exc) from None
+            raise _infra_error(f"destroying {name} failed", exc, self.backend) from None
         if not keep_storage:
             stack.workspace.remove_stack(name)
 
@@ -259,7 +261,8 @@ class PulumiInfra(Infra):
         try:
             stack.refresh(color="never", suppress_progress=True)
         except auto.CommandError as exc:
-            raise _infra_error(f"refreshing {name} after an interrupted run failed", exc) from None
+            raise _infra_error(f"refreshing {name} after an interrupted run failed", exc,
+                               self.backend) from None
         return ops
 
 
@@ -297,8 +300,9 @@ def with_diagnosis(err: InfraError, diagnose: Callable[["Plan"], str] | None,
     return InfraError(f"{err.message}; {first}", f"{err.output}\n{extra}", hint=err.hint)
 
 
-def _infra_error(message: str, exc: Any) -> InfraError:
-    text = f"{getattr(exc, 'stderr', '')}\n{getattr(exc, 'stdout', '')}\n{exc}"
+def _infra_error(message: str, exc: Any, backend: str | None = None) -> InfraError:
+    from reclaunch.runtime.backend import scrub
+    text = scrub(f"{getattr(exc, 'stderr', '')}\n{getattr(exc, 'stdout', '')}\n{exc}", backend)
     lines = [ln.strip() for ln in text.splitlines() if "error:" in ln.lower()]
     detail = lines[-1] if lines else str(exc).strip().splitlines()[-1:] or [""]
     detail = detail if isinstance(detail, str) else detail[0]

@@ -46,8 +46,23 @@ class ClusterRecord:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ClusterRecord":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        """Raises TypeError naming the field when a value has the wrong type (a hand edit, a
+        damaged file): status and down must say so, not crash later on `"3" * 1.5`."""
+        out = {}
+        for f in fields(cls):
+            if f.name not in d:
+                continue
+            v, want = d[f.name], _TYPES.get(str(f.type), (object,))
+            if isinstance(v, bool) and bool not in want or not isinstance(v, want):
+                raise TypeError(f"{f.name} is {type(v).__name__}, not {str(f.type)}")
+            out[f.name] = v
+        return cls(**out)
+
+
+_NUM = (int, float)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,), "str | None": (str, type(None)), "int": (int,), "float": _NUM,
+    "float | None": (*_NUM, type(None)), "bool": (bool,), "dict[str, Any]": (dict,)}
 
 
 class Journal:
@@ -104,10 +119,11 @@ class Journal:
                              hint="`reclaunch status` lists known clusters")
         try:
             return ClusterRecord.from_dict(recs[-1])
-        except TypeError:  # a required field (cloud) is missing
-            raise ReclaunchError(f"the journal {self.path} is damaged: its record lacks the "
-                                 "cluster's cloud", hint="restore it, or find what is left "
-                                 "with `reclaunch gc` and remove the file") from None
+        except TypeError as exc:  # a required field (cloud) is missing, or a wrong type
+            why = str(exc) if "not" in str(exc) else "its record lacks the cluster's cloud"
+            raise ReclaunchError(f"the journal {self.path} is damaged: {why}",
+                                 hint="restore it, or find what is left with `reclaunch gc` "
+                                 "and remove the file") from None
 
     def run(self) -> list[dict[str, Any]]:
         """The current cluster lifetime: from the first `up` after the last completed destroy

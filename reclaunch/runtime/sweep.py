@@ -31,6 +31,32 @@ class TransientError(ProviderError):
     """A failure worth retrying (throttling, dependency still going away, 409/429/5xx)."""
 
 
+class UnreachableError(ProviderError):
+    """The endpoint did not answer: refused, closed, or past the read timeout after the SDK's
+    own bounded retries. The sweep stops calling it instead of waiting once per resource."""
+
+
+# Every cloud SDK call gets these (botocore Config, azure-core transport, google-auth session):
+# a hung endpoint costs at most attempts x (connect + read) seconds per call, never minutes.
+SDK_CONNECT_S, SDK_READ_S, SDK_ATTEMPTS = 5.0, 20.0, 3
+
+
+def sdk_limits() -> tuple[float, float, int]:
+    """(connect timeout s, read timeout s, attempts); RECLAUNCH_SDK_CONNECT_TIMEOUT,
+    RECLAUNCH_SDK_READ_TIMEOUT and RECLAUNCH_SDK_ATTEMPTS override (slow links, tests)."""
+    import os
+
+    def get(var: str, default: float, lo: float, hi: float) -> float:
+        try:
+            v = float(os.environ.get(var, default))
+        except ValueError:
+            return default
+        return min(max(v, lo), hi) if v == v else default
+    return (get("RECLAUNCH_SDK_CONNECT_TIMEOUT", SDK_CONNECT_S, 0.1, 120),
+            get("RECLAUNCH_SDK_READ_TIMEOUT", SDK_READ_S, 0.1, 600),
+            int(get("RECLAUNCH_SDK_ATTEMPTS", SDK_ATTEMPTS, 1, 10)))
+
+
 @dataclass
 class Orphan:
     """One cloud resource the sweep found. `rank` orders deletion: lower goes first."""
@@ -136,10 +162,13 @@ class SweepReport:
     still_present: list[Orphan] = field(default_factory=list)
     dry_run: bool = True
     list_errors: list[str] = field(default_factory=list)  # kinds that could not be listed
+    # Deletes the cloud accepted that could not be verified (the endpoint stopped answering).
+    unverified: list[Orphan] = field(default_factory=list)
+    unreachable: str | None = None   # why the sweep stopped calling the endpoint
 
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.still_present and not self.list_errors
+        return not (self.failed or self.still_present or self.list_errors or self.unverified)
 
     @property
     def exit_code(self) -> int:
@@ -161,8 +190,14 @@ class SweepReport:
             if self.found:
                 lines.append("dry run: nothing deleted (pass --yes to remove them)")
             return "\n".join(lines)
-        lines.append(f"deleted {len(self.deleted)}, failed {len(self.failed)}, "
+        accepted = len(self.deleted) + len(self.unverified)
+        lines.append(f"deleted {accepted}" + (f" ({len(self.unverified)} accepted but not "
+                     "verified gone)" if self.unverified else "") + f", failed {len(self.failed)}, "
                      f"skipped {len(self.skipped)}, still present {len(self.still_present)}")
+        if self.unreachable:
+            lines.append(f"  the endpoint stopped answering ({self.unreachable}); rerun "
+                         "`reclaunch gc` to finish and verify")
+        lines += [f"  UNVERIFIED {o.label}: delete accepted" for o in self.unverified]
         lines += [f"  FAILED  {f.orphan.label}: {f.reason}" for f in self.failed]
         lines += [f"  SKIPPED {f.orphan.label}: {f.reason}" for f in self.skipped]
         lines += [f"  PRESENT {o.label}" for o in self.still_present]
@@ -194,22 +229,35 @@ def _retry(fn: Callable[[], Any], *, attempts: int, backoff: float,
 
 def sweep(sweeper: Sweeper, cluster: str | None = None, *, delete: bool = False,
           attempts: int = 5, backoff: float = 2.0, verify_attempts: int = 5,
-          sleep: Callable[[float], None] = time.sleep) -> SweepReport:
+          sleep: Callable[[float], None] = time.sleep,
+          progress: Callable[[str], None] | None = None) -> SweepReport:
     """List (and with delete=True remove) the orphans `sweeper` finds for `cluster`.
 
     Deletion goes rank by rank (dependents first). Within a rank, each delete is retried on
     TransientError up to `attempts` times; anything else fails that resource at once. After
     deleting, each resource is polled (up to `verify_attempts`) until `exists()` is false.
+    Once the endpoint is unreachable nothing more is sent: the rest is reported not attempted,
+    and accepted deletes that cannot be checked are counted as deleted but unverified.
     """
+    say = progress or (lambda msg: None)
     report = SweepReport(sweeper.cloud, sweeper.region, cluster, dry_run=not delete)
+    say(f"listing {sweeper.cloud} {sweeper.region} resources tagged {MANAGED_TAG}=true"
+        + (f", {CLUSTER_TAG}={cluster}" if cluster else "") + " ...")
+    if hasattr(sweeper, "progress"):
+        sweeper.progress = say
     found = [o for o in sweeper.list(cluster) if is_ours(o.tags, cluster)]
     report.list_errors = list(getattr(sweeper, "list_errors", []))
     report.found = sorted(found, key=lambda o: (o.rank, o.kind, o.name, o.id))
+    say(f"found {len(report.found)}")
     if not delete:
         return report
 
     attempted: list[Orphan] = []
-    for o in report.found:
+    for n, o in enumerate(report.found, 1):
+        if report.unreachable:
+            report.failed.append(Failure(o, f"not attempted: {report.unreachable}"))
+            continue
+        say(f"deleting {n}/{len(report.found)}: {o.label}")
         try:
             current = _retry(lambda: sweeper.tags(o), attempts=attempts, backoff=backoff,
                              sleep=sleep)
@@ -221,6 +269,9 @@ def sweep(sweeper: Sweeper, cluster: str | None = None, *, delete: bool = False,
                 continue
             _retry(lambda: sweeper.delete(o), attempts=attempts, backoff=backoff, sleep=sleep)
             attempted.append(o)
+        except UnreachableError as exc:
+            report.unreachable = exc.message
+            report.failed.append(Failure(o, str(exc)))
         except ProviderError as exc:
             report.failed.append(Failure(o, str(exc)))
         except Exception as exc:  # an SDK error a sweeper did not translate: report it
@@ -228,20 +279,33 @@ def sweep(sweeper: Sweeper, cluster: str | None = None, *, delete: bool = False,
 
     # Verify: everything we tried (and everything that failed) is checked against the cloud.
     pending = list(attempted)
+    if pending:
+        say(f"verifying {len(pending)} deletion(s) ...")
     for i in range(verify_attempts):
-        pending = [o for o in pending if _exists(sweeper, o)]
+        if report.unreachable:
+            break
+        pending = [o for o in pending if _exists(sweeper, o, report)]
         if not pending:
             break
         if i < verify_attempts - 1:
             sleep(min(backoff * 2 ** i, 30.0))
-    report.deleted += [o for o in attempted if o not in pending]
+    if report.unreachable:   # accepted by the cloud, but nobody can say they are gone
+        report.unverified = pending
+        pending = []
+    report.deleted += [o for o in attempted if o not in pending and o not in report.unverified]
     report.still_present = pending + [f.orphan for f in report.failed
-                                      if _exists(sweeper, f.orphan)]
+                                      if not report.unreachable and _exists(sweeper, f.orphan, report)]
     return report
 
 
-def _exists(sweeper: Sweeper, o: Orphan) -> bool:
+def _exists(sweeper: Sweeper, o: Orphan, report: SweepReport | None = None) -> bool:
+    if report is not None and report.unreachable:
+        return True
     try:
         return sweeper.exists(o)
+    except UnreachableError as exc:
+        if report is not None:
+            report.unreachable = exc.message
+        return True
     except Exception:
         return True  # cannot prove it is gone: say so

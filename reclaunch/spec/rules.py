@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.spec.models import Spec
 
-from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD  # noqa: F401
+from reclaunch.spec.facts import (  # noqa: F401
+    LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD)
 
 # Largest size each sized kind is sold at without a support request (bytes). azure-lustre:
 # the stack's SKU, AMLFS-Durable-Premium-250 (stacks/azure/storage.py AMLFS_SKUS); filestore:
@@ -79,6 +80,16 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         out.append((("storage", "existing"), "required for storage kind cephfs: "
                     "'<clusterID>/<fsName>' of the existing file system"))
     out += _capacity_rules(s)
+    pattern, rule = NAME_RULES[s.cloud]
+    if not re.fullmatch(pattern, s.name):
+        out.append((("name",), f"{s.name!r} {rule} on {s.cloud}"))
+    if s.storage.size is not None and s.storage.size > MAX_STORAGE_BYTES:
+        from reclaunch.spec.units import human_bytes
+        out.append((("storage", "size"), f"{human_bytes(s.storage.size)} is larger than any file "
+                    f"system reclaunch provisions (at most {MAX_STORAGE_BYTES // 2**50} PiB)"))
+    if s.cloud in RUNS_HERE and s.max_nodes * s.gpus_per_node > LOCAL_MAX_PROCESSES:
+        out.append((("nodes",), f"cloud: local would run {s.max_nodes * s.gpus_per_node} "
+                    f"training processes on this machine; at most {LOCAL_MAX_PROCESSES}"))
     if s.cloud in RUNS_HERE:
         for field in ("region", "instance_type", "gpu"):
             if getattr(s, field):

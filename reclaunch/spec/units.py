@@ -6,6 +6,7 @@ import math
 import re
 
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*([KMGTPE]?)(i?)(B?)\s*$", re.I)
+MAX_SIZE = 2**70   # 1 ZiB: past any storage; keeps every size a float-safe number
 _POW = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 COUNT_JSON_SCHEMA = {
@@ -58,6 +59,8 @@ def parse_size(value: object) -> int:
     if isinstance(value, (int, float)):
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"expected a non-negative size, got {value!r}")
+        if value > MAX_SIZE:
+            raise ValueError(f"size {str(value)[:20]}... is too large")
         return int(value)
     if not isinstance(value, str):
         raise ValueError(f"expected a size such as 100GiB, got {type(value).__name__}")
@@ -67,7 +70,7 @@ def parse_size(value: object) -> int:
     num, prefix, binary, _ = m.groups()
     base = 1024 if binary else 1000
     result = float(num) * base ** _POW[prefix.upper()]
-    if not math.isfinite(result):
+    if not math.isfinite(result) or result > MAX_SIZE:
         raise ValueError(f"size {value!r} is too large")
     return int(result)
 

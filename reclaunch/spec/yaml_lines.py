@@ -13,6 +13,12 @@ MAX_BYTES = 1 << 20  # a cluster.yaml is a few KB; anything past 1 MiB is not on
 # Nodes visited, aliases expanded. 1 MiB of YAML holds at most ~0.5M nodes; past this, aliases
 # are multiplying a small file into a huge document (a "billion laughs" bomb).
 MAX_NODES = 1_000_000
+# Characters of scalar text after aliases are expanded. Without aliases a document cannot
+# hold more text than the file, so past twice the file limit aliases are multiplying it
+# (`x: &x "<100 KB>"` then `args: [*x, *x, ...]` renders hundreds of MB of manifests).
+MAX_TEXT = 2 * MAX_BYTES
+# Python refuses to turn more than 4300 digits into an int; no setting needs more than 30.
+MAX_DIGITS = 30
 
 
 def _walk(node: Any, path: Path_t, lines: dict[Path_t, int], filename: str, depth: int = 0,
@@ -22,11 +28,21 @@ def _walk(node: Any, path: Path_t, lines: dict[Path_t, int], filename: str, dept
     if depth > 50:
         raise SpecError(f"{filename}:{node.start_mark.line + 1}: nesting deeper than 50 levels")
     if visited is None:
-        visited = [0]
+        visited = [0, 0]
     visited[0] += 1
     if visited[0] > MAX_NODES:
         raise SpecError(f"{filename}:{node.start_mark.line + 1}: YAML aliases expand to more "
                         f"than {MAX_NODES} values; a cluster.yaml is never that large")
+    if isinstance(node, yaml.ScalarNode):
+        visited[1] += len(node.value)
+        if visited[1] > MAX_TEXT:
+            raise SpecError(f"{filename}:{node.start_mark.line + 1}: YAML aliases expand to more "
+                            f"than {MAX_TEXT} characters of text; a cluster.yaml is never that large")
+        digits = sum(c.isdigit() for c in node.value)
+        if node.tag.endswith((":int", ":float")) and digits > MAX_DIGITS:
+            where = ".".join(str(p) for p in path) or "value"
+            raise SpecError(f"{filename}:{node.start_mark.line + 1}: {where}: a number with "
+                            f"{digits} digits is out of range")
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
@@ -75,9 +91,20 @@ def load_yaml(text: str, filename: str) -> tuple[Any, dict[Path_t, int]]:
 
 def read_text(path: str | Path) -> str:
     """Read a spec file as UTF-8 text, or a one-line SpecError saying why not."""
+    import os
+    import stat
+
     p = Path(path)
     try:
-        with p.open("rb") as fh:  # bounded: /dev/zero or a runaway pipe must not eat memory
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read.
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:  # bounded: a runaway file must not eat memory
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(mode):
+                raise SpecError(f"{p}: not a regular file (a pipe, device or socket); "
+                                "give the path of a cluster.yaml")
             raw = fh.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(f"{p}: no such file") from None

@@ -113,7 +113,7 @@ def test_unreadable_specs_are_one_line_exit_2(env, bad_files, verb):
 def test_endless_file_is_refused_not_read(env):
     if not Path("/dev/zero").exists():
         pytest.skip("no /dev/zero")
-    assert_error(run(env, "validate", "/dev/zero", timeout=30), 2, "a cluster.yaml is at most")
+    assert_error(run(env, "validate", "/dev/zero", timeout=30), 2, "not a regular file")
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -243,9 +243,13 @@ def test_status_logs_down_with_nothing_running(env, tmp_path):
     assert proc.returncode == 0 and "no clusters" in proc.stdout
     assert run(env, "status", "--json").stdout.strip() == "[]"
     for args in (["status", "nope"], ["logs", "nope"], ["logs", "nope", "-f"],
-                 ["down", "nope", "--yes"], ["preempt", "nope", "--node", "1"],
-                 ["down", AWS_EXAMPLE, "--yes"]):
+                 ["down", "nope", "--yes"], ["preempt", "nope", "--node", "1"]):
         assert_error(run(env, *args), 2, "no cluster named")
+    # A spec file without a journal may still run (issue 15: lost journal): `down FILE` goes to
+    # its cloud, which first needs Pulumi and credentials; nothing is recorded when it cannot run.
+    line = assert_error(run(env, "down", AWS_EXAMPLE, "--yes"), 1)
+    assert "Pulumi CLI not found" in line or "no AWS credentials found" in line, line
+    assert not list((Path(env["RECLAUNCH_HOME"]) / "journal").glob("*.jsonl"))
     for bad in ("../../etc", "", "NOPE"):
         assert_error(run(env, "status", bad), 2, "is not a cluster name")
     assert_error(run(env, "down", tmp_path), 2, "is a directory")
@@ -383,7 +387,9 @@ def _local_cluster(env, name: str = "loc") -> Path:
     (root / "launch.json").write_text(json.dumps({"name": name, "nodes": 2, "max_nodes": 2,
                                                   "nproc": 1}))
     # "Running", supervised by a live process (this test run), so the drill gets to its checks.
+    from reclaunch.providers.local.ident import identity   # issue 15: pid + start time
     (root / "state.json").write_text(json.dumps({"state": "Running", "supervisor_pid": os.getpid(),
+                                                 "supervisor_id": identity(os.getpid()),
                                                  "nodes": [{"index": 0, "state": "running"},
                                                            {"index": 1, "state": "running"}]}))
     return root

@@ -56,7 +56,7 @@ def home(tmp_path, monkeypatch):
     from reclaunch.providers.local import proc as lp
 
     for d in (tmp_path / "home" / "local").glob("*"):
-        lp.kill_marked(lp.MARKER, f"{d.name}:", 2.0)
+        lp.kill_marked(lp.MARKER, lp.run_marker(d.name), 2.0)
 
 
 @pytest.fixture

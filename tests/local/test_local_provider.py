@@ -57,7 +57,7 @@ def test_end_to_end_two_nodes_succeed_and_tear_down(home, provider, helpers):
     assert 0 in ranks                                           # the trainer logs on rank 0 only
     assert all(line.startswith("[rank0]: ") for line in provider.logs("e2e", rank=0))
     print(f"e2e wall {time.monotonic() - t0:.1f}s")
-    provider.down("e2e")
+    provider.down("e2e", yes=True)
     assert not (home / "local" / "e2e").exists()
 
 
@@ -97,7 +97,7 @@ def test_spot_reclaim_drill_resumes_from_checkpoint(home, provider, node, helper
         assert meta["step"] == step > 0 and meta["world_size"] in (1, 2)
         assert len([n for n in meta["files"] if n.endswith(".distcp")]) == meta["world_size"]
     assert_nothing_left("drill", st.details["port"])
-    provider.down("drill")
+    provider.down("drill", yes=True)
 
 
 @pytest.mark.timeout(120)
@@ -110,7 +110,7 @@ def test_failing_command_reports_the_ranks_last_lines(home, provider, helpers):
     assert "ValueError: bad shard header" in st.message
     assert st.details["failure"]["rank"] in (0, 1)
     assert_nothing_left("boom", st.details["port"])
-    provider.down("boom")
+    provider.down("boom", yes=True)
 
 
 @pytest.mark.timeout(120)
@@ -130,7 +130,7 @@ def test_port_in_use_second_up_and_down(home, provider, helpers):
             provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
         wait_for(lambda: len(lp.run_pids("busy")) >= 5, 60, "supervisor, 2 agents and 2 workers")
         assert not lp.port_free(port)
-        provider.down("busy")
+        provider.down("busy", yes=True)
         assert lp.run_pids("busy") == [] and lp.port_free(port)
         assert not (home / "local" / "busy").exists()
     finally:
@@ -139,7 +139,7 @@ def test_port_in_use_second_up_and_down(home, provider, helpers):
 
 def test_down_or_status_of_an_unknown_cluster_is_a_usage_error(home, provider, helpers):
     with pytest.raises(UsageError, match="no local cluster named 'nope'") as exc:
-        provider.down("nope")
+        provider.down("nope", yes=True)
     assert exc.value.exit_code == 2
     with pytest.raises(UsageError):
         provider.status("nope")
@@ -165,4 +165,4 @@ def test_failed_job_kept_for_debugging_goes_after_idle_minutes(home, provider, h
                      60, "the idle guard")
     assert "teardown.idle_minutes" in state["message"]
     assert_nothing_left("idle", st.details["port"])
-    provider.down("idle")
+    provider.down("idle", yes=True)

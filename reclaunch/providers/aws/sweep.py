@@ -11,8 +11,9 @@ from typing import Any, Callable
 from reclaunch.errors import ProviderError, require
 from reclaunch.providers.aws.sdk import (LIVE_FLEET_STATES, LIVE_INSTANCE_STATES,  # noqa: F401
                                          TRANSIENT_CODES, _not_found, _tags)
-from reclaunch.runtime.sweep import (CLUSTER_TAG, MANAGED_TAG, Orphan, TransientError, instance_hourly,
-                             is_ours, storage_hourly)
+from reclaunch.runtime.sweep import (CLUSTER_TAG, MANAGED_TAG, Orphan, TransientError,  # noqa: F401
+                                     UnreachableError, instance_hourly, is_ours, sdk_limits,
+                                     storage_hourly)
 
 # prices.md "Other line items": EBS gp3 0.08 USD per GB-month (used for every volume type).
 EBS_USD_PER_GB_MONTH = 0.08
@@ -35,15 +36,18 @@ class AwsSweeper:
         boto3 = require("boto3", "aws")
         self._session = session or boto3.session.Session(region_name=region)
         self._clients: dict[str, Any] = {}
+        self.progress: Callable[[str], None] | None = None   # set by runtime.sweep
 
     # ---- plumbing ------------------------------------------------------------------------
     def _client(self, service: str):
         if service not in self._clients:
             from botocore.config import Config
 
-            # Few retries and short timeouts: an unreachable endpoint must fail in seconds.
-            cfg = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5,
-                         read_timeout=60)
+            # Bounded retries (standard mode backs off exponentially) and short timeouts: a
+            # hung or unreachable endpoint must fail in seconds (runtime/sweep.sdk_limits).
+            connect, read, attempts = sdk_limits()
+            cfg = Config(retries={"total_max_attempts": attempts, "mode": "standard"},
+                         connect_timeout=connect, read_timeout=read)
             self._clients[service] = self._session.client(service, region_name=self.region,
                                                           config=cfg)
         return self._clients[service]
@@ -59,10 +63,12 @@ class AwsSweeper:
             raise ProviderError("AWS credentials not found",
                                 hint="run `aws configure`, or set AWS_PROFILE or "
                                      "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY") from None
-        except (bx.EndpointConnectionError, bx.ConnectTimeoutError) as exc:
-            raise ProviderError(f"cannot reach AWS {service} in {self.region}: {exc}",
-                                hint="check the network, the region and AWS_ENDPOINT_URL"
-                                ) from None
+        except (bx.EndpointConnectionError, bx.ConnectTimeoutError, bx.ReadTimeoutError,
+                bx.ConnectionClosedError, bx.HTTPClientError) as exc:
+            raise UnreachableError(f"cannot reach AWS {service} in {self.region}: "
+                                   f"{' '.join(str(exc).split())[:200]}",
+                                   hint="check the network, the region and AWS_ENDPOINT_URL"
+                                   ) from None
         except ResponseParserError as exc:
             # An endpoint that answers with something that is not the API (a 500 page, an
             # emulator lacking the operation): a failure of this call, not of the sweep.
@@ -118,6 +124,8 @@ class AwsSweeper:
         for lister in (self._eks, self._asgs, self._spot_fleets, self._ec2_fleets,
                        self._instances, self._launch_templates, self._placement_groups,
                        self._enis, self._volumes, self._security_groups):
+            if self.progress:
+                self.progress(f"  listing {lister.__name__.strip('_').replace('_', ' ')}")
             try:
                 out += [o for o in lister(cluster) if is_ours(o.tags, cluster)]
             except ProviderError as exc:

@@ -12,8 +12,8 @@ import re
 from typing import Any
 
 from reclaunch.errors import ProviderError, require
-from reclaunch.runtime.sweep import (CLUSTER_TAG, Orphan, TransientError, instance_hourly, is_ours,
-                             storage_hourly)
+from reclaunch.runtime.sweep import (CLUSTER_TAG, Orphan, TransientError, UnreachableError,
+                                     instance_hourly, is_ours, sdk_limits, storage_hourly)
 
 RANK = {"vm-scale-set": 0, "virtual-machine": 1, "disk": 2}
 
@@ -56,7 +56,9 @@ class AzureSweeper:
             import logging
             logging.getLogger("azure.identity").setLevel(logging.ERROR)
             credential = identity.DefaultAzureCredential()
-        kwargs = dict(client_kwargs)
+        connect, read, attempts = sdk_limits()   # a hung ARM endpoint fails in seconds
+        kwargs = {"connection_timeout": connect, "read_timeout": read,
+                  "retry_total": attempts - 1, "retry_backoff_factor": 0.8, **client_kwargs}
         if authentication_policy is not None:
             kwargs["authentication_policy"] = authentication_policy
         if base_url:
@@ -77,9 +79,9 @@ class AzureSweeper:
                                      "AZURE_CLIENT_SECRET") from None
         except ax.ResourceNotFoundError:
             raise
-        except ax.ServiceRequestError as exc:
-            raise ProviderError(f"cannot reach Azure Resource Manager: {_first_line(exc)}",
-                                hint="check the network (and base_url, if set)") from None
+        except (ax.ServiceRequestError, ax.ServiceResponseError) as exc:
+            raise UnreachableError(f"cannot reach Azure Resource Manager: {_first_line(exc)}",
+                                   hint="check the network (and base_url, if set)") from None
         except ax.HttpResponseError as exc:
             cls = TransientError if exc.status_code in TRANSIENT_STATUS else ProviderError
             raise cls(f"Azure {exc.status_code}: {_first_line(exc)}") from None

@@ -13,8 +13,8 @@ import time
 from typing import Any, Callable
 
 from reclaunch.errors import ProviderError, require
-from reclaunch.runtime.sweep import (CLUSTER_TAG, Orphan, TransientError, instance_hourly, is_ours,
-                             storage_hourly)
+from reclaunch.runtime.sweep import (CLUSTER_TAG, Orphan, TransientError, UnreachableError,
+                                     instance_hourly, is_ours, sdk_limits, storage_hourly)
 
 RANK = {"instance-group-manager": 0, "instance": 1, "instance-template": 2, "disk": 3}
 
@@ -71,7 +71,9 @@ class GcpSweeper:
     # ---- plumbing ------------------------------------------------------------------------
     def _client(self, name: str):
         if name not in self._clients:
-            self._clients[name] = getattr(self._cv1, name)(**self._kw)
+            client = getattr(self._cv1, name)(**self._kw)
+            _bound_session(client)
+            self._clients[name] = client
         return self._clients[name]
 
     def _call(self, fn: Callable[[], Any]) -> Any:
@@ -90,9 +92,9 @@ class GcpSweeper:
             raise TransientError(f"GCP: {_msg(exc)}") from None
         except gx.GoogleAPICallError as exc:
             raise ProviderError(f"GCP: {_msg(exc)}") from None
-        except OSError as exc:  # requests' ConnectionError is an OSError
-            raise ProviderError(f"cannot reach the GCP Compute API: {_msg(exc)}",
-                                hint="check the network (and api_endpoint, if set)") from None
+        except OSError as exc:  # requests' ConnectionError and Timeout are OSErrors
+            raise UnreachableError(f"cannot reach the GCP Compute API: {_msg(exc)}",
+                                   hint="check the network (and api_endpoint, if set)") from None
 
     def _in_region(self, zone: str) -> bool:
         return not self.region or zone.startswith(self.region + "-")
@@ -232,6 +234,22 @@ class GcpSweeper:
             code, msg = errors[0].code, errors[0].message
             cls = TransientError if code in TRANSIENT_OP_ERRORS else ProviderError
             raise cls(f"GCP operation {op.name}: {code}: {msg}")
+
+
+def _bound_session(client: Any) -> None:
+    """compute_v1's REST transport sends through a google-auth AuthorizedSession whose default
+    timeout is 120 s per request; every call gets sdk_limits()' (connect, read) instead."""
+    session = getattr(getattr(client, "_transport", None), "_session", None)
+    if session is None or getattr(session, "_reclaunch_bounded", False):
+        return
+    connect, read, _ = sdk_limits()
+    send = session.request
+
+    def request(method, url, *args, **kw):
+        kw["timeout"] = (connect, read)
+        return send(method, url, *args, **kw)
+    session.request = request
+    session._reclaunch_bounded = True
 
 
 def _msg(exc: Exception) -> str:

@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from reclaunch.errors import MissingExtraError, ProviderError, UsageError
 from reclaunch.providers import JobStatus
@@ -25,6 +25,8 @@ from reclaunch.providers.local import proc as lp
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
+# More simulated GPUs than this per core only thrash: gloo timeouts, not a rehearsal.
+PROCS_PER_CORE = 4
 _PYTHONS = ("python", "python3", f"python3.{sys.version_info.minor}")
 
 
@@ -52,12 +54,19 @@ class LocalProvider:
             raise MissingExtraError("torch", "local")
         if not Path("/proc/self/environ").exists():
             raise ProviderError("cloud: local needs Linux (/proc) to track its processes")
+        if plan is not None:   # each simulated GPU is a training process on these cores
+            procs, cores = plan.max_nodes * plan.gpus_per_node, os.cpu_count() or 1
+            if procs > PROCS_PER_CORE * cores:
+                raise UsageError(f"{plan.spec.where('nodes')}: nodes: cloud: local would run "
+                                 f"{procs} training processes on {cores} CPU core(s); at most "
+                                 f"{PROCS_PER_CORE * cores} ({PROCS_PER_CORE} per core) here")
 
     def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
            preflight: bool = False, detach: bool = False, backend: str | None = None,
            spec_path: str | None = None, cwd: str | None = None, port: int | None = None,
            console: Any = None, join_timeout: int = 300, last_call_timeout: int = 10,
-           timeout: float | None = None) -> JobStatus:
+           timeout: float | None = None, fresh: bool = False,
+           on_started: Callable[[], None] | None = None) -> JobStatus:
         """Start the cluster detached; with watch, follow it live to the end.
 
         Local knobs: cwd (where job.command runs; default the spec file's repo root), port
@@ -70,7 +79,7 @@ class LocalProvider:
                              "cloud: local keeps none")
         opts = {"spec_path": spec_path, "cwd": cwd, "port": port, "console": console,
                 "join_timeout": join_timeout, "last_call_timeout": last_call_timeout,
-                "timeout": timeout}
+                "timeout": timeout, "fresh": fresh, "on_started": on_started}
         from reclaunch.manifests.env import job_env
 
         self.check_ready(plan)
@@ -82,25 +91,36 @@ class LocalProvider:
             (console or new_console()).print(render_plan(plan))
         root = lp.cluster_dir(spec.name)
         old = lp.read_json(root / "state.json")
-        if old and lp.pid_alive(old.get("supervisor_pid")):
+        if old and lp.supervisor_alive(old):
             raise ProviderError(
                 f"local cluster {spec.name!r} is already up (state {old.get('state')}, "
                 f"supervisor pid {old['supervisor_pid']})",
                 hint=f"follow it with `reclaunch status {spec.name}` / `reclaunch logs {spec.name} -f`, "
                      f"or stop it with `reclaunch down {spec.name}`")
+        end = time.monotonic() + (5.0 if old and old.get("torn_down") else 0.0)
+        while lp.run_pids(spec.name) and time.monotonic() < end:
+            time.sleep(0.1)   # a torn-down supervisor on its way out
         if lp.run_pids(spec.name):
             raise ProviderError(f"processes of a previous {spec.name!r} run are still alive",
                                 hint=f"`reclaunch down {spec.name}` stops them")
+        from reclaunch.providers.local import rerun
+        if (done := rerun.finished_before(root, old, fresh=bool(opts.get("fresh")))) is not None:
+            return done   # a second `up` after success: say so instead of training 0 steps
         for stale in ("state.json", "result.json", "supervisor.log"):
             (root / stale).unlink(missing_ok=True)
         shutil.rmtree(root / "nodes", ignore_errors=True)
         shutil.rmtree(root / "control", ignore_errors=True)
-        root.mkdir(parents=True, exist_ok=True)
-
-        env = job_env(plan, local_root=root)
-        if spec.storage.kind == "hostpath":
-            (root / "data").mkdir(exist_ok=True)
-        Path(env["CHECKPOINT_DIR"]).mkdir(parents=True, exist_ok=True)
+        umask = os.umask(0o077)   # the run dir, its data and checkpoints: owner-only (home.py)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            root.chmod(0o700)
+            env = job_env(plan, local_root=root)
+            env["CHECKPOINT_DIR"] = _checkpoint_dir(spec, root, env["CHECKPOINT_DIR"])
+            if spec.storage.kind == "hostpath":
+                (root / "data").mkdir(exist_ok=True)
+            Path(env["CHECKPOINT_DIR"]).mkdir(parents=True, exist_ok=True)
+        finally:
+            os.umask(umask)
         env.setdefault("RECLAUNCH_RESULT", str(root / "result.json"))
         env.setdefault("PYTHONUNBUFFERED", "1")
         if "OMP_NUM_THREADS" not in os.environ:  # N simulated nodes share these cores
@@ -122,12 +142,13 @@ class LocalProvider:
         }
         lp.write_json(root / "launch.json", launch)
         _journal(plan, opts.get("spec_path"))
-        with open(root / "supervisor.log", "ab") as log:
+        fd = os.open(root / "supervisor.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(fd, "ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "reclaunch.providers.local.supervisor", str(root)],
                 cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, lp.MARKER: f"{spec.name}:{launch['run_id']}",
+                env={**os.environ, lp.MARKER: lp.run_marker(spec.name, launch["run_id"]),
                      "PYTHONPATH": _pythonpath()})
         deadline = time.monotonic() + 120
         while True:
@@ -141,6 +162,8 @@ class LocalProvider:
                 raise ProviderError("local supervisor did not start within 120 s",
                                     hint=f"see {root / 'supervisor.log'}")
             time.sleep(0.1)
+        if opts.get("on_started"):
+            opts["on_started"]()   # the name's lock: `down` may come from another terminal now
         if not watch:
             return self.status(spec.name)
         from reclaunch.providers.local.watch import watch as follow
@@ -149,11 +172,17 @@ class LocalProvider:
 
     def status(self, name: str) -> JobStatus:
         root = lp.cluster_dir(name)
-        state = lp.read_json(root / "state.json")
-        if state is None:
+        path = root / "state.json"
+        state = lp.read_json(path)
+        if state is None and not path.exists():
             raise UsageError(f"no local cluster named {name!r}" + _known_hint())
+        why = "not a JSON object" if state is None else lp.state_problem(state)
+        if why:   # one damaged file: this cluster says so, `status` of the others goes on
+            return JobStatus(name=name, cloud="local", state="Unknown",
+                             message=f"unreadable state ({path}): {why}",
+                             details={"root": str(root), "unreadable": str(path)})
         job_state = state["state"]
-        alive = lp.pid_alive(state.get("supervisor_pid"))
+        alive = lp.supervisor_alive(state)
         if job_state not in lp.TERMINAL and not alive:
             job_state, state["message"] = "Failed", "the local supervisor died; see supervisor.log"
         failure = state.get("failure") or {}
@@ -164,7 +193,7 @@ class LocalProvider:
         nodes, pods = [], []
         for n in state.get("nodes", []):
             nodes.append({"name": f"{name}-node-{n['index']}", "capacity_type": "spot" if spot else "on-demand",
-                          "ready": n["state"] == "running" and lp.pid_alive(n.get("pid"))})
+                          "ready": n["state"] == "running" and alive})
             pods.append({"name": f"{name}-node-{n['index']}", "rank": n["index"], "phase": n["state"].capitalize(),
                          "restarts": n.get("incarnation", 0), "pid": n.get("pid"),
                          "exit_code": n.get("exit_code")})
@@ -208,7 +237,7 @@ class LocalProvider:
             if not follow:
                 return
             state = lp.read_json(root / "state.json") or {}
-            if not lp.pid_alive(state.get("supervisor_pid")):
+            if not lp.supervisor_alive(state):
                 for path, line in tail.read():
                     r, _ = lp.split_rank(line)
                     if rank is None or r == rank:
@@ -223,34 +252,10 @@ class LocalProvider:
     def down(self, name: str, *, keep_storage: bool = False, yes: bool = False,
              backend: str | None = None, grace: float = 15.0) -> None:
         """Stop every process of the cluster (verified by /proc), free its port, remove its
-        state, logs and checkpoints (keep_storage keeps data/ and the checkpoints)."""
-        root = self._root(name)
-        state = lp.read_json(root / "state.json") or {}
-        sup = state.get("supervisor_pid")
-        if lp.pid_alive(sup):
-            lp.signal_all([sup], 15)
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and lp.pid_alive(sup):
-                time.sleep(0.1)
-        left = lp.kill_marked(lp.MARKER, f"{name}:", 5.0)
-        if left:
-            raise ProviderError(f"could not stop processes {left} of local cluster {name!r}")
-        if keep_storage:
-            keep = {"data"}
-            ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")
-            if ckpt and Path(ckpt).parent == root:
-                keep.add(Path(ckpt).name)
-            for child in root.iterdir():
-                if child.name not in keep:
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-        try:  # the CLI finds clusters by their journal (reclaunch.runtime.journal)
-            from reclaunch.runtime.journal import Journal
-
-            Journal(name).path.unlink(missing_ok=True)
-        except Exception:  # pragma: no cover - the journal is lifecycle's; never block down
-            pass
+        state, logs and checkpoints (keep_storage keeps data/ and the checkpoints).
+        Deleting needs --yes or a yes on a terminal, as on clouds (teardown.py)."""
+        from reclaunch.providers.local import teardown
+        teardown.down(self._root(name), name, keep_storage=keep_storage, grace=grace, yes=yes)
 
     # ------------------------------------------------------------ spot drill
     def preempt(self, name: str, node: int, *, notice: float = 10.0, replace_after: float = 5.0,
@@ -260,7 +265,7 @@ class LocalProvider:
         rejoins the rendezvous. With wait, returns once the node is gone (the record)."""
         root = self._root(name)
         state = lp.read_json(root / "state.json") or {}
-        if not lp.pid_alive(state.get("supervisor_pid")) or state.get("state") in lp.TERMINAL:
+        if not lp.supervisor_alive(state) or state.get("state") in lp.TERMINAL:
             raise UsageError(f"local cluster {name!r} is not running (state {state.get('state')})")
         nodes = state.get("nodes", [])
         if not 0 <= node < len(nodes):
@@ -278,10 +283,27 @@ class LocalProvider:
                 raise UsageError(f"cannot preempt node {node}: {rec.get('reason')}")
             if rec and (not wait or rec["status"] not in ("noticed",)):
                 return rec
-            if not lp.pid_alive(state.get("supervisor_pid")):
+            if not lp.supervisor_alive(state):
                 break
             time.sleep(0.1)
         raise ProviderError(f"the supervisor of {name!r} did not carry out the preemption")
+
+    # ------------------------------------------------------------ name claims (claims.py)
+    def holds(self, name: str) -> tuple[str, None, str] | None:
+        """A local cluster of this name exists until `down` removes its directory."""
+        root = lp.cluster_dir(name)
+        if (root / "state.json").exists() or (root / "launch.json").exists():
+            return ("local", None, f"a local cluster (state in {root})")
+        return None
+
+    def names(self) -> list[str]:
+        base = lp.home()
+        return sorted(p.name for p in base.iterdir() if self.holds(p.name))
+
+    def interrupted_hint(self, name: str, path: str) -> str:
+        return (f"a local cluster runs on without `up`: `reclaunch status {name}` shows it, "
+                f"`reclaunch logs {name} -f` follows it (a second `up` answers 'already up'), "
+                f"`reclaunch down {name}` stops it")
 
     # ------------------------------------------------------------ helpers
     def _root(self, name: str) -> Path:
@@ -314,6 +336,17 @@ def _spec_text(spec) -> str | None:
         return yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False)
     except Exception:  # pragma: no cover - a record without it still works, minus the plan
         return None
+
+
+def _checkpoint_dir(spec: Any, root: Path, ckpt: str) -> str:
+    """A checkpoint path under storage.mount_path names the cluster's volume, not this host's
+    directory: with no volume here (storage: none, e.g. the default /data/ckpt) it lives in the
+    run's own directory, never in the host's /data. Other absolute paths are the user's."""
+    mount = spec.storage.mount_path.rstrip("/") or "/"
+    path = Path(ckpt)
+    if path.is_relative_to(root) or not (str(path) == mount or str(path).startswith(mount + "/")):
+        return ckpt
+    return str(root / os.path.relpath(path, mount))
 
 
 def _known_hint() -> str:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-MARKER = "RECLAUNCH_LOCAL_RUN"        # "<name>:<run_id>" on every process of a run
+MARKER = "RECLAUNCH_LOCAL_RUN"        # run_marker(): "<name>@<home>:<run_id>" on every process
 NODE_MARKER = "RECLAUNCH_LOCAL_NODE"  # "<name>:<run_id>:<node>:<incarnation>"
 RANK_PREFIX = "[rank${rank}]: "       # torchrun's TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
 
@@ -36,10 +36,52 @@ def cluster_dir(name: str) -> Path:
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object from `path`; None when it is missing or is anything else (`[]`, binary,
+    a torn file): one damaged file must never raise into `status` or `down`."""
     try:
-        return json.loads(Path(path).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        obj = json.loads(Path(path).read_text())
+    except (OSError, ValueError):   # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return None
+    return obj if isinstance(obj, dict) else None
+
+
+def state_problem(state: dict[str, Any]) -> str | None:
+    """Why a state.json written by the supervisor cannot be what it wrote (wrong types)."""
+    def num(v, none_ok=True):
+        return (v is None and none_ok) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+    if not isinstance(state.get("state"), str):
+        return "state is not text"
+    if not isinstance(state.get("nodes", []), list) or not all(
+            isinstance(n, dict) and isinstance(n.get("index"), int) and isinstance(n.get("state"), str)
+            for n in state.get("nodes", [])):
+        return "nodes is not a list of {index, state}"
+    for key in ("progress", "failure"):
+        if state.get(key) is not None and not isinstance(state.get(key), dict):
+            return f"{key} is not a mapping"
+    if not isinstance(state.get("preemptions", []), list) or not all(
+            isinstance(r, dict) for r in state.get("preemptions", [])):
+        return "preemptions is not a list"
+    for key in ("started_at", "finished_at", "port", "supervisor_pid"):
+        if not num(state.get(key)):
+            return f"{key} is not a number"
+    if not isinstance(state.get("message", ""), str):
+        return "message is not text"
+    return None
+
+
+def supervisor_alive(state: dict[str, Any]) -> bool:
+    """The supervisor named in state.json is alive *and* is still that process: its start
+    time matches (ident.py), so a reused pid after a reboot or a kill -9 is not mistaken for
+    it. A state.json from before identities were recorded is matched by the run marker."""
+    from reclaunch.providers.local import ident
+
+    pid = state.get("supervisor_pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    if state.get("supervisor_id"):
+        return ident.alive_as(pid, state["supervisor_id"])
+    return pid_alive(pid) and ident.environ_has(
+        pid, f"{MARKER}={run_marker(str(state.get('name')), str(state.get('run_id')))}")
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -88,7 +130,17 @@ def marked_pids(key: str, value_prefix: str) -> list[int]:
 
 
 def run_pids(name: str, run_id: str | None = None) -> list[int]:
-    return marked_pids(MARKER, f"{name}:{run_id}" if run_id else f"{name}:")
+    return marked_pids(MARKER, run_marker(name, run_id or ""))
+
+
+def run_marker(name: str, run_id: str = "") -> str:
+    """MARKER's value for cluster `name` of *this* RECLAUNCH_HOME (a prefix when run_id is
+    empty). The same name under another home (another user, another test) is someone else's
+    cluster: its processes must never be found, let alone signalled, from here."""
+    import hashlib
+
+    where = hashlib.sha1(str(cluster_dir(name).resolve()).encode()).hexdigest()[:10]
+    return f"{name}@{where}:{run_id}"
 
 
 def signal_all(pids: Iterable[int], sig: int) -> None:
@@ -99,21 +151,35 @@ def signal_all(pids: Iterable[int], sig: int) -> None:
             pass
 
 
-def kill_marked(key: str, value_prefix: str, grace: float, exclude: Iterable[int] = ()) -> list[int]:
-    """SIGTERM, wait up to `grace` seconds, SIGKILL what is left. -> pids still alive."""
+def kill_marked(key: str, value_prefix: str, grace: float, exclude: Iterable[int] = (),
+                also: dict[int, str] | None = None) -> list[int]:
+    """SIGTERM, wait up to `grace` seconds, SIGKILL what is left. -> pids still alive.
+
+    Each pid is signalled only while its start time still matches the one seen when it was
+    found (ident.py). `also`: more {pid: identity} to stop, e.g. the supervisor's descendants
+    that left the run's environment behind."""
+    from reclaunch.providers.local import ident
+
     skip = set(exclude)
-    pids = [p for p in marked_pids(key, value_prefix) if p not in skip]
-    signal_all(pids, signal.SIGTERM)
+
+    def found() -> dict[int, str]:
+        procs = ident.with_identities(p for p in marked_pids(key, value_prefix) if p not in skip)
+        procs.update({p: i for p, i in (also or {}).items()
+                      if p not in skip and ident.alive_as(p, i)})
+        return procs
+
+    procs = found()
+    ident.signal_verified(procs, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+    while time.monotonic() < deadline and any(ident.alive_as(p, i) for p, i in procs.items()):
         time.sleep(0.1)
     for _ in range(3):  # a SIGTERMed process may fork on its way out: sweep again
-        left = [p for p in marked_pids(key, value_prefix) if p not in skip]
+        left = found()
         if not left:
             return []
-        signal_all(left, signal.SIGKILL)
+        ident.signal_verified(left, signal.SIGKILL)
         time.sleep(0.3)
-    return [p for p in marked_pids(key, value_prefix) if p not in skip]
+    return sorted(found())
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:

@@ -48,6 +48,10 @@ class Supervisor:
         self.store = None
         self.port: int | None = None
         self._last_write = 0.0
+        from reclaunch.providers.local.ident import identity
+        self.ident = identity(os.getpid())   # pid + start time: what `down` checks before a signal
+        # The CLI started us with this run's marker (proc.run_marker): our processes carry it.
+        self.marker = os.environ.get(lp.MARKER) or lp.run_marker(self.name, self.run_id)
 
     # ------------------------------------------------------------ setup
     def open_store(self) -> None:
@@ -86,7 +90,7 @@ class Supervisor:
         info["incarnation"] = info.get("incarnation", -1) + 1
         env = dict(os.environ)
         env.update(self.launch["env"])
-        env[lp.MARKER] = f"{self.name}:{self.run_id}"
+        env[lp.MARKER] = self.marker
         env[lp.NODE_MARKER] = f"{self.name}:{self.run_id}:{node}:{info['incarnation']}"
         env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] = lp.RANK_PREFIX
         # torch caches the bootstrap store address per agent across rounds, so a replacement
@@ -228,6 +232,7 @@ class Supervisor:
         self.state = self.job_state()
         lp.write_json(self.root / "state.json", {
             "name": self.name, "run_id": self.run_id, "supervisor_pid": os.getpid(),
+            "supervisor_id": self.ident,
             "port": self.port, "state": self.state, "message": self.message,
             "failure": self.failure, "nodes": self.nodes, "preemptions": self.preemptions,
             "progress": self.progress, "started_at": self.started_at,
@@ -256,12 +261,21 @@ class Supervisor:
         for info in self.nodes:
             if info["state"] in ("running", "reclaiming", "replacing"):
                 info["state"] = "stopped"
-        lp.kill_marked(lp.MARKER, f"{self.name}:{self.run_id}", grace, exclude=[os.getpid()])
-        self.reap()
+        # The run marker finds the agents and workers; descendants of this subreaper also find
+        # what a job daemonized with a clean environment (setsid + env -i): nothing outlives us.
+        from reclaunch.providers.local.ident import descendants
+        for _ in range(3):
+            left = lp.kill_marked(lp.MARKER, self.marker, grace,
+                                  exclude=[os.getpid()], also=descendants(os.getpid()))
+            self.reap()
+            if not left and not descendants(os.getpid()):
+                break
+            grace = 1.0
 
     # ------------------------------------------------------------ main loop
     def run(self) -> int:
         _become_subreaper()
+        os.umask(0o077)   # logs, checkpoints and whatever the job writes: owner-only, like ~/.reclaunch
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         (self.root / "control").mkdir(parents=True, exist_ok=True)
@@ -322,7 +336,7 @@ class Supervisor:
                 time.sleep(0.5)
         self.store = None  # frees the port
         state = lp.read_json(self.root / "state.json") or {}
-        state.update(torn_down=True, supervisor_pid=None, updated_at=time.time())
+        state.update(torn_down=True, supervisor_pid=None, supervisor_id=None, updated_at=time.time())
         lp.write_json(self.root / "state.json", state)
         return 0
 

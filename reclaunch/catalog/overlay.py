@@ -1,0 +1,118 @@
+"""The user's price overlay (`$RECLAUNCH_HOME/catalog/instances.csv`, written by `catalog
+refresh`), read row by row with every row checked before it can replace a bundled one.
+
+A hand edit, a torn write or a future column order must never stop planning or leak into a
+price: a row that is short, has a non-number, NaN/inf, a negative price, zero GPUs or a GPU
+the catalog does not know is skipped with a warning that names `file:line`, and the bundled
+row for that (cloud, instance_type, region) stays in force.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import math
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Callable, Iterable
+
+MAX_BYTES = 16 << 20   # the bundled catalog is ~100 KB; a refresh of every region stays far below
+CLOUDS = ("aws", "azure", "gcp")
+
+_warned: set[str] = set()   # one warning per bad row per process (load_catalog runs often)
+
+
+def warn_once(line: str, out=None) -> None:
+    if line in _warned:
+        return
+    _warned.add(line)
+    print(f"warning: {line}", file=out or sys.stderr)
+
+
+def check_offer(offer, known_gpus: Iterable[str]) -> str | None:
+    """What is wrong with a parsed overlay row, or None. Every number is finite and >= 0."""
+    for f in fields(offer):
+        v = getattr(offer, f.name)
+        if isinstance(v, float) and not math.isfinite(v):
+            return f"{f.name}: {v} is not a number"
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            return f"{f.name}: {v} is negative"
+    if offer.cloud not in CLOUDS:
+        return f"cloud: {offer.cloud!r} is not one of {', '.join(CLOUDS)}"
+    if not offer.instance_type.strip() or not offer.region.strip():
+        return "instance_type and region must not be empty"
+    if offer.gpu_count < 1:
+        return f"gpu_count: {offer.gpu_count} (a GPU instance has at least one)"
+    if offer.gpu not in set(known_gpus):
+        return f"gpu: {offer.gpu!r} is not a GPU the catalog knows"
+    if offer.on_demand_usd is None and offer.spot_usd is None:
+        return "no price (on_demand_usd and spot_usd are both empty)"
+    for col in ("on_demand_usd", "spot_usd"):
+        if getattr(offer, col) == 0:
+            return f"{col}: 0 (a free GPU instance is a broken row)"
+    return None
+
+
+def read_overlay(path: Path, parse: Callable, known_gpus: Iterable[str],
+                 warn: Callable[[str], None] = warn_once):
+    """-> the overlay's good rows (each passed through `parse`), or None without a file.
+    Bad rows are left out with one `warning: FILE:LINE: why` each."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            return None
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        warn(f"{path}: cannot read the price overlay ({exc.strerror or exc}); using bundled prices")
+        return None
+    if len(raw) > MAX_BYTES:
+        warn(f"{path}: larger than {MAX_BYTES} bytes, not a catalog; using bundled prices")
+        return None
+    text = raw.decode("utf-8", "replace")
+    gpus = set(known_gpus)
+    reader = csv.reader(text.splitlines())
+    out = []
+    header: list[str] | None = None
+    try:
+        for row in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in row):
+                continue
+            if header is None:
+                header = [c.strip() for c in row]
+                missing = [c for c in _required() if c not in header]
+                if missing:
+                    warn(f"{path}:{line}: header lacks {', '.join(missing)}; "
+                         "ignoring the overlay (bundled prices serve)")
+                    return None
+                continue
+            if len(row) != len(header):
+                warn(f"{path}:{line}: {len(row)} fields, the header has {len(header)}; "
+                     "row skipped (bundled row used)")
+                continue
+            try:
+                offer = parse(dict(zip(header, row)), origin="overlay")
+            except (KeyError, ValueError, TypeError, AttributeError) as exc:
+                warn(f"{path}:{line}: {_why(exc)}; row skipped (bundled row used)")
+                continue
+            problem = check_offer(offer, gpus)
+            if problem:
+                warn(f"{path}:{line}: {problem}; row skipped (bundled row used)")
+                continue
+            out.append(offer)
+    except csv.Error as exc:
+        warn(f"{path}:{reader.line_num}: {exc}; rows from here on ignored")
+    return out
+
+
+def _required() -> tuple[str, ...]:
+    from reclaunch.catalog import INSTANCE_COLUMNS
+    return INSTANCE_COLUMNS
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing column {exc.args[0]}"
+    return " ".join(str(exc).split())[:160] or type(exc).__name__

@@ -1,0 +1,82 @@
+"""`reclaunch down NAME` for cloud: local: stop what runs, then delete what it left.
+
+Nothing is signalled on the word of a pid alone: the supervisor only when its start time
+still matches the one it recorded (ident.py), its processes by the run marker in their
+environment, and whatever it had adopted (a job that daemonized with setsid and a clean
+environment) by a snapshot of its descendants taken before it is asked to stop. Deleting
+logs and checkpoints needs --yes, or a yes typed on a terminal: the same rule as clouds.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+from reclaunch.errors import ProviderError, UsageError
+from reclaunch.providers.local import ident
+from reclaunch.providers.local import proc as lp
+
+
+def confirm(name: str, root: Path, yes: bool, keep_storage: bool) -> bool:
+    if yes:
+        return True
+    what = "its logs" if keep_storage else "its logs and checkpoints"
+    if not sys.stdin.isatty():
+        raise UsageError(f"down {name}: would stop its processes and delete {what} ({root}); "
+                         "refusing without confirmation on a non-interactive terminal",
+                         hint="pass --yes")
+    from rich.prompt import Confirm
+
+    from reclaunch.ui.console import console
+    return Confirm.ask(f"Stop {name} and delete {what} ({root})?", console=console(stderr=True),
+                       default=False)
+
+
+def stop(name: str, state: dict, grace: float) -> list[int]:
+    """Stop the supervisor (verified), then every process of the run; -> pids left alive."""
+    adopted: dict[int, str] = {}
+    if lp.supervisor_alive(state):
+        sup = state["supervisor_pid"]
+        sup_id = state.get("supervisor_id") or ident.identity(sup)
+        adopted = ident.descendants(sup)
+        ident.signal_verified({sup: sup_id}, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and ident.alive_as(sup, sup_id):
+            time.sleep(0.1)
+        adopted[sup] = sup_id   # still there after the grace: it goes with the rest
+    left = lp.kill_marked(lp.MARKER, lp.run_marker(name), 5.0, also=adopted)
+    # Verify from scratch: marker scan plus every identity we knew about.
+    return sorted(set(left) | {p for p, i in adopted.items() if ident.alive_as(p, i)}
+                  | set(lp.run_pids(name)))
+
+
+def down(root: Path, name: str, *, keep_storage: bool = False, grace: float = 15.0,
+         yes: bool = False) -> None:
+    if not confirm(name, root, yes, keep_storage):
+        print(f"{name}: nothing stopped, nothing deleted", file=sys.stderr)
+        return
+    state = lp.read_json(root / "state.json") or {}
+    left = stop(name, state, grace)
+    if left:
+        raise ProviderError(f"could not stop processes {left} of local cluster {name!r}; "
+                            "nothing was deleted", hint=f"see `ps -o pid,cmd -p "
+                            f"{','.join(map(str, left))}`, then rerun `reclaunch down {name}`")
+    if keep_storage:
+        keep = {"data"}
+        ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")
+        if isinstance(ckpt, str) and Path(ckpt).parent == root:
+            keep.add(Path(ckpt).name)
+        for child in root.iterdir():
+            if child.name not in keep:
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+    try:  # the CLI finds clusters by their journal (reclaunch.runtime.journal)
+        from reclaunch.runtime.journal import Journal
+
+        Journal(name).path.unlink(missing_ok=True)
+    except Exception:  # pragma: no cover - the journal is lifecycle's; never block down
+        pass
