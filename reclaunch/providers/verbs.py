@@ -71,13 +71,10 @@ def cli_status(name: str | None = None) -> list["JobStatus"]:
     from reclaunch.providers.claims import provider_without_journal
     from reclaunch.runtime.lifecycle import _status_obj
     if name is not None:
-        return with_measured([_provider_for(name).status(name)])
-    out = []
-    for n in known_clusters():   # one unreadable cluster must not hide the others
         try:
-            return [_provider_for(name).status(name)]
+            return with_measured([_provider_for(name).status(name)])
         except ReclaunchError as exc:
-            return [provider_without_journal(name, None, None, exc).status(name)]
+            return with_measured([provider_without_journal(name, None, None, exc).status(name)])
     from reclaunch.providers.claims import names_without_journal
     out = []
     for n in sorted({*known_clusters(), *names_without_journal()}):
