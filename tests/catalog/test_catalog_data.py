@@ -11,6 +11,7 @@ import re
 import yaml
 
 from reclaunch.catalog import PURCHASE_KINDS, STALE_AFTER_DAYS, bundled_catalog
+from reclaunch.catalog import build_gcp
 from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts
 
 FACT_FIELDS = ("gpu", "gpu_count", "gpu_memory_gib", "intra_node", "nvlink", "nvlink_gbs_per_gpu",
@@ -68,7 +69,10 @@ def test_regions_are_well_formed_and_zones_belong_to_them():
     for o in bundled_catalog().offers:
         assert re.fullmatch(REGION_NAME[o.cloud], o.region), o.key
         for z in o.zones.split():
-            assert z.startswith(_az_id_prefix(o.region) + "-az") or z.startswith(o.region), (o.key, z)
+            if o.cloud == "gcp":   # GCP zones are the region plus a letter: europe-west4-b
+                assert re.fullmatch(re.escape(o.region) + r"-[a-z]", z), (o.key, z)
+            else:
+                assert z.startswith(_az_id_prefix(o.region) + "-az") or z.startswith(o.region), (o.key, z)
 
 
 _COMPASS = {"north": "n", "south": "s", "east": "e", "west": "w", "central": "c",
@@ -98,8 +102,23 @@ KNOWN_UNPRICED = {
 }
 
 
+def _gcp_availability_only() -> set[tuple[str, str, str]]:
+    """GCP rows the snapshot extract adds without a price (see build_gcp: undated, host-only)."""
+    facts = _facts()
+    with build_gcp.SNAPSHOT.open(newline="") as fh:
+        avail = build_gcp.availability(csv.DictReader(fh), facts)
+    rows = build_gcp.build_rows(avail, facts, [])
+    return {(r["cloud"], r["instance_type"], r["region"]) for r in rows}
+
+
 def test_unpriced_rows_are_marked_not_sold_on_demand():
-    unpriced = [o for o in bundled_catalog().offers if not o.priced and o.key not in KNOWN_UNPRICED]
+    # An availability-only GCP row is allowed only where the committed snapshot extract lists the
+    # type in that region and its source says so: a stray unpriced row still fails.
+    allowed = KNOWN_UNPRICED | _gcp_availability_only()
+    for o in bundled_catalog().offers:
+        if not o.priced and o.key not in KNOWN_UNPRICED and o.cloud == "gcp":
+            assert build_gcp.is_availability_only(o.source), o.key
+    unpriced = [o for o in bundled_catalog().offers if not o.priced and o.key not in allowed]
     assert all(o.purchase != "on-demand" for o in unpriced), [o.key for o in unpriced]
     still = {o.key for o in bundled_catalog().offers if not o.priced}
     assert KNOWN_UNPRICED <= still, "a known-unpriced row got a price: drop it from KNOWN_UNPRICED"
@@ -133,3 +152,22 @@ def test_generator_reproduces_bundled_rows_from_a_snapshot_extract(tmp_path):
     assert p5["zones"] == "use1-az1 use1-az2 use1-az3 use1-az4 use1-az5 use1-az6"
     p5e = got[("p5e.48xlarge", "us-east-2")]
     assert p5e["on_demand_usd"] == "" and p5e["purchase"] == "capacity-block"
+
+
+def test_gcp_generator_lists_every_snapshot_region_and_keeps_dated_prices():
+    """build_gcp reproduces the bundled GCP rows of covered types from the committed extract."""
+    facts = _facts()
+    with build_gcp.SNAPSHOT.open(newline="") as fh:
+        avail = build_gcp.availability(csv.DictReader(fh), facts)
+    # A3 Mega is sold in europe-west4 (zones b and c) per the snapshot and Google's GPU regions page
+    assert avail[("a3-megagpu-8g", "europe-west4")] == ["europe-west4-b", "europe-west4-c"]
+    bundled = {o.key: o for o in bundled_catalog().offers}
+    with (DATA / "instances.csv").open(newline="") as fh:
+        existing = list(csv.DictReader(fh))
+    for r in build_gcp.build_rows(avail, facts, existing):
+        o = bundled[(r["cloud"], r["instance_type"], r["region"])]
+        assert o.zones == r["zones"], o.key
+        assert (o.on_demand_usd is None) == (r["on_demand_usd"] == ""), o.key
+    # a receipted whole-machine price is never replaced by the snapshot's host-only column
+    assert bundled[("gcp", "a3-megagpu-8g", "us-central1")].on_demand_usd == 92.21
+    assert not bundled[("gcp", "a3-megagpu-8g", "europe-west4")].priced
