@@ -74,7 +74,7 @@ def build_rows(avail, facts, existing: list[dict], snapshot: str = SNAPSHOT_NAME
         fact = facts[(cloud, it)]
         row = {c: fact[c] for c in FACT_COLUMNS}
         row.update(region=region, on_demand_usd="", spot_usd="", spot_low_usd="", spot_high_usd="",
-                   price_as_of=AVAILABILITY_AS_OF, source=f"{snapshot}; {AVAILABILITY_NOTE}",
+                   price_as_of=AVAILABILITY_AS_OF, source=f"availability only, no price: {snapshot}; {AVAILABILITY_NOTE}",
                    zones=" ".join(zones), purchase=fact.get("purchase") or "on-demand",
                    purchase_usd="")
         rows.append(row)
