@@ -11,7 +11,7 @@ import re
 import yaml
 
 from reclaunch.catalog import PURCHASE_KINDS, STALE_AFTER_DAYS, bundled_catalog
-from reclaunch.catalog import build_gcp
+from reclaunch.catalog import build_azure, build_gcp
 from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts
 
 FACT_FIELDS = ("gpu", "gpu_count", "gpu_memory_gib", "intra_node", "nvlink", "nvlink_gbs_per_gpu",
@@ -97,7 +97,6 @@ def test_fewer_than_ten_percent_of_priced_rows_stale_on_the_generation_date():
 # Rows listed for their facts but with no price any source we could date gives: named here so a
 # new unpriced row fails. `reclaunch catalog refresh` prices them from the vendor's API.
 KNOWN_UNPRICED = {
-    ("azure", "Standard_NC96ads_A100_v4", "eastus"),   # no Azure snapshot in the SkyPilot v8 catalog
     ("gcp", "g2-standard-96", "us-central1"),          # GCP v8 prices host and GPU apart; not joined
 }
 
@@ -171,3 +170,24 @@ def test_gcp_generator_lists_every_snapshot_region_and_keeps_dated_prices():
     # a receipted whole-machine price is never replaced by the snapshot's host-only column
     assert bundled[("gcp", "a3-megagpu-8g", "us-central1")].on_demand_usd == 92.21
     assert not bundled[("gcp", "a3-megagpu-8g", "europe-west4")].priced
+
+
+def test_azure_generator_reproduces_bundled_rows_and_its_date_is_a_receipt():
+    """build_azure rebuilds every bundled Azure row it covers from the committed extract; the
+    extract's eastus prices are the dated receipts that give the rows their date."""
+    facts = _facts()
+    with build_azure.SNAPSHOT.open(newline="") as fh:
+        snap = list(csv.DictReader(fh))
+    for (it, region), usd in build_azure.RECEIPTS.items():
+        assert [float(r["Price"]) for r in snap if (r["InstanceType"], r["Region"]) == (it, region)] == [usd]
+    rows, _ = build_azure.generate(snap, facts)
+    bundled = {o.key: o for o in bundled_catalog().offers}
+    assert len(rows) == 16
+    for r in rows:
+        o = bundled[(r["cloud"], r["instance_type"], r["region"])]
+        assert o.on_demand_usd == float(r["on_demand_usd"]) and o.price_as_of == build_azure.AS_OF, o.key
+        assert o.spot_usd == (float(r["spot_usd"]) if r["spot_usd"] else None), o.key
+    # the file's H100 spot equals on-demand: no discount, so no spot price (not a 98.32 "spot")
+    assert bundled[("azure", "Standard_ND96isr_H100_v5", "eastus")].spot_usd is None
+    # a region the US-only file does not list is kept with its own source, not dropped
+    assert ("azure", "Standard_ND96isr_H100_v5", "northcentralus") in bundled
