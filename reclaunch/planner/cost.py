@@ -99,7 +99,8 @@ def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str]) -> Cost
                 and spec.spot.max_price < offer.spot_usd:
             warnings.append(f"spot.max_price {spec.spot.max_price:g} USD/h is below the spot price "
                             f"{offer.spot_usd:g} USD/h of {offer.instance_type}: nodes may never start")
-        if offer.is_stale():
+        # An unpriced row's date is how old its availability listing is, not a price's age.
+        if offer.priced and offer.is_stale():
             warnings.append(f"prices for {offer.instance_type} in {offer.region} are from "
                             f"{offer.price_as_of.isoformat()} ({offer.age_days()} days old): run "
                             "`reclaunch catalog refresh`")
@@ -107,11 +108,11 @@ def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str]) -> Cost
         on_demand_usd_per_hour=od_h, spot_usd_per_hour=sp_h, on_demand_total_usd=od_total,
         spot_total_usd=sp_total, spot_p50_usd=p50, spot_p90_usd=p90, control_plane_usd=cp,
         storage_usd=storage,
-        price_as_of=offer.price_as_of.isoformat() if offer is not None else None,
+        price_as_of=offer.price_as_of.isoformat() if offer is not None and offer.priced else None,
         price_source=("spec.capacity.price_usd_per_hour" if spec.capacity is not None
                       and spec.capacity.price_usd_per_hour is not None
                       else offer.source if offer is not None else "cloud: local (no price)"),
-        stale=bool(offer is not None and offer.is_stale()),
+        stale=bool(offer is not None and offer.priced and offer.is_stale()),
         expected_reclaims=reclaims)
 
 

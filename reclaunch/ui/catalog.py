@@ -35,7 +35,7 @@ def offers_json(rows: list[Offer], catalog: Catalog, today: dt.date | None = Non
             d[k] = float(d[k]) if d[k] != "" else None
         d["zones"] = o.zones.split()
         d["gpudirect"] = o.gpudirect
-        d["stale"] = o.is_stale(today)
+        d["stale"] = o.priced and o.is_stale(today)   # an unpriced row has no price to age
         d["age_days"] = o.age_days(today)
         d["origin"] = o.origin
         d["catalog_version"] = catalog.version
@@ -73,7 +73,8 @@ def offers_table(rows: list[Offer], catalog: Catalog, today: dt.date | None = No
     for col, just in cols:
         t.add_column(col, justify=just, overflow="fold", no_wrap=col != "fabric")
     for i, o in enumerate(rows):
-        stale = o.is_stale(today)
+        # An unpriced (availability-only) row's date is its listing's, not a price's: no star.
+        stale = o.priced and o.is_stale(today)
         spread = (f"{o.spot_low_usd:.2f}-{o.spot_high_usd:.2f}"
                   if o.spot_low_usd is not None and o.spot_high_usd is not None else "")
         fabric = o.fabric + (f" x{o.nics}" if o.nics > 1 else "") + f" {o.network_gbps:g}G"

@@ -11,6 +11,7 @@ import re
 import yaml
 
 from reclaunch.catalog import PURCHASE_KINDS, STALE_AFTER_DAYS, bundled_catalog
+from reclaunch.catalog import build_azure, build_gcp
 from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts
 
 FACT_FIELDS = ("gpu", "gpu_count", "gpu_memory_gib", "intra_node", "nvlink", "nvlink_gbs_per_gpu",
@@ -68,7 +69,10 @@ def test_regions_are_well_formed_and_zones_belong_to_them():
     for o in bundled_catalog().offers:
         assert re.fullmatch(REGION_NAME[o.cloud], o.region), o.key
         for z in o.zones.split():
-            assert z.startswith(_az_id_prefix(o.region) + "-az") or z.startswith(o.region), (o.key, z)
+            if o.cloud == "gcp":   # GCP zones are the region plus a letter: europe-west4-b
+                assert re.fullmatch(re.escape(o.region) + r"-[a-z]", z), (o.key, z)
+            else:
+                assert z.startswith(_az_id_prefix(o.region) + "-az") or z.startswith(o.region), (o.key, z)
 
 
 _COMPASS = {"north": "n", "south": "s", "east": "e", "west": "w", "central": "c",
@@ -93,13 +97,27 @@ def test_fewer_than_ten_percent_of_priced_rows_stale_on_the_generation_date():
 # Rows listed for their facts but with no price any source we could date gives: named here so a
 # new unpriced row fails. `reclaunch catalog refresh` prices them from the vendor's API.
 KNOWN_UNPRICED = {
-    ("azure", "Standard_NC96ads_A100_v4", "eastus"),   # no Azure snapshot in the SkyPilot v8 catalog
     ("gcp", "g2-standard-96", "us-central1"),          # GCP v8 prices host and GPU apart; not joined
 }
 
 
+def _gcp_availability_only() -> set[tuple[str, str, str]]:
+    """GCP rows the snapshot extract adds without a price (see build_gcp: undated, host-only)."""
+    facts = _facts()
+    with build_gcp.SNAPSHOT.open(newline="") as fh:
+        avail = build_gcp.availability(csv.DictReader(fh), facts)
+    rows = build_gcp.build_rows(avail, facts, [])
+    return {(r["cloud"], r["instance_type"], r["region"]) for r in rows}
+
+
 def test_unpriced_rows_are_marked_not_sold_on_demand():
-    unpriced = [o for o in bundled_catalog().offers if not o.priced and o.key not in KNOWN_UNPRICED]
+    # An availability-only GCP row is allowed only where the committed snapshot extract lists the
+    # type in that region and its source says so: a stray unpriced row still fails.
+    allowed = KNOWN_UNPRICED | _gcp_availability_only()
+    for o in bundled_catalog().offers:
+        if not o.priced and o.key not in KNOWN_UNPRICED and o.cloud == "gcp":
+            assert build_gcp.is_availability_only(o.source), o.key
+    unpriced = [o for o in bundled_catalog().offers if not o.priced and o.key not in allowed]
     assert all(o.purchase != "on-demand" for o in unpriced), [o.key for o in unpriced]
     still = {o.key for o in bundled_catalog().offers if not o.priced}
     assert KNOWN_UNPRICED <= still, "a known-unpriced row got a price: drop it from KNOWN_UNPRICED"
@@ -133,3 +151,43 @@ def test_generator_reproduces_bundled_rows_from_a_snapshot_extract(tmp_path):
     assert p5["zones"] == "use1-az1 use1-az2 use1-az3 use1-az4 use1-az5 use1-az6"
     p5e = got[("p5e.48xlarge", "us-east-2")]
     assert p5e["on_demand_usd"] == "" and p5e["purchase"] == "capacity-block"
+
+
+def test_gcp_generator_lists_every_snapshot_region_and_keeps_dated_prices():
+    """build_gcp reproduces the bundled GCP rows of covered types from the committed extract."""
+    facts = _facts()
+    with build_gcp.SNAPSHOT.open(newline="") as fh:
+        avail = build_gcp.availability(csv.DictReader(fh), facts)
+    # A3 Mega is sold in europe-west4 (zones b and c) per the snapshot and Google's GPU regions page
+    assert avail[("a3-megagpu-8g", "europe-west4")] == ["europe-west4-b", "europe-west4-c"]
+    bundled = {o.key: o for o in bundled_catalog().offers}
+    with (DATA / "instances.csv").open(newline="") as fh:
+        existing = list(csv.DictReader(fh))
+    for r in build_gcp.build_rows(avail, facts, existing):
+        o = bundled[(r["cloud"], r["instance_type"], r["region"])]
+        assert o.zones == r["zones"], o.key
+        assert (o.on_demand_usd is None) == (r["on_demand_usd"] == ""), o.key
+    # a receipted whole-machine price is never replaced by the snapshot's host-only column
+    assert bundled[("gcp", "a3-megagpu-8g", "us-central1")].on_demand_usd == 92.21
+    assert not bundled[("gcp", "a3-megagpu-8g", "europe-west4")].priced
+
+
+def test_azure_generator_reproduces_bundled_rows_and_its_date_is_a_receipt():
+    """build_azure rebuilds every bundled Azure row it covers from the committed extract; the
+    extract's eastus prices are the dated receipts that give the rows their date."""
+    facts = _facts()
+    with build_azure.SNAPSHOT.open(newline="") as fh:
+        snap = list(csv.DictReader(fh))
+    for (it, region), usd in build_azure.RECEIPTS.items():
+        assert [float(r["Price"]) for r in snap if (r["InstanceType"], r["Region"]) == (it, region)] == [usd]
+    rows, _ = build_azure.generate(snap, facts)
+    bundled = {o.key: o for o in bundled_catalog().offers}
+    assert len(rows) == 16
+    for r in rows:
+        o = bundled[(r["cloud"], r["instance_type"], r["region"])]
+        assert o.on_demand_usd == float(r["on_demand_usd"]) and o.price_as_of == build_azure.AS_OF, o.key
+        assert o.spot_usd == (float(r["spot_usd"]) if r["spot_usd"] else None), o.key
+    # the file's H100 spot equals on-demand: no discount, so no spot price (not a 98.32 "spot")
+    assert bundled[("azure", "Standard_ND96isr_H100_v5", "eastus")].spot_usd is None
+    # a region the US-only file does not list is kept with its own source, not dropped
+    assert ("azure", "Standard_ND96isr_H100_v5", "northcentralus") in bundled

@@ -81,6 +81,18 @@ def test_stale_price_warning_names_the_date():
     assert p.cost.stale and any("2020-01-02" in w for w in p.warnings)
 
 
+def test_unpriced_row_is_not_called_a_stale_price():
+    """An availability-only row (GCP regions the snapshot lists without a dated price) dates its
+    listing, not a price: the plan says "no price", never "prices are N days old"."""
+    cat = bundled_catalog()
+    p = make_plan(make_spec(cloud="gcp", region="europe-west4", zones=["europe-west4-b"],
+                            instance_type="a3-megagpu-8g", gpus_per_node=8,
+                            interconnect={"inter_node": "tcpxo"}, storage={"kind": "filestore", "size": "1TiB"}), cat)
+    assert p.cost.on_demand_total_usd is None and not p.cost.stale and p.cost.price_as_of is None
+    assert any("no on-demand price" in w for w in p.warnings)
+    assert not any("days old" in w for w in p.warnings)
+
+
 def test_budget():
     cat = bundled_catalog()
     p = make_plan(make_spec(budget={"max_usd": 1}, job={"dataset": {"samples": 1e11}}), cat)

@@ -1,0 +1,123 @@
+"""Regenerate the bundled catalog's GCP region list from a SkyPilot GCP catalog snapshot. Not on
+any start-up path: run by hand when a newer snapshot is read, then review the diff and commit.
+
+    python -m reclaunch.catalog.build_gcp [--gcp data/skypilot_v8_gcp_006059e0.csv] [--write]
+
+Input: SkyPilot's `catalogs/v8/gcp/vms.csv` (github.com/skypilot-org/skypilot-catalog), or an
+extract of it; data/skypilot_v8_gcp_006059e0.csv is the extract (the 8-GPU A2/A3 rows, verbatim)
+of the copy read at commit 006059e0f18acb1341e22a27751e9f80df6ba92f.
+
+What it takes from the snapshot: WHERE each instance type is sold (region + zones), nothing else.
+Its prices are not used, for two reasons:
+  * for A2/A3 machine types the file's Price is the host only (vCPU + RAM SKUs): the GPUs are
+    billed by a separate per-GPU SKU, listed in other rows. a3-highgpu-8g and a3-megagpu-8g have
+    the same 9.46006 USD/h in us-central1 there, while the bundled, receipted whole-machine price
+    is 88.49 / 92.21. Using the column as-is is the per-GPU SKU pitfall in
+    shared/reference/prices.md.
+  * the file carries no date, and no dated receipt of its numbers exists to date it by (the AWS
+    rows were dated that way; see build_catalog.py).
+So a region this snapshot adds is written without a price ("availability only"), sourced and
+listed, and `reclaunch catalog refresh` (Cloud Billing Catalog: host + GPU + bundled SSD SKUs,
+providers/gcp/pricing.py) prices it. A row already bundled with its own dated price is kept as it
+is; only its zones are filled in from the snapshot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+from reclaunch.catalog.build_catalog import DATA, merge, read_facts
+
+SNAPSHOT = DATA / "skypilot_v8_gcp_006059e0.csv"
+SNAPSHOT_NAME = "skypilot-org/skypilot-catalog@006059e0 catalogs/v8/gcp/vms.csv"
+# The snapshot carries no date. Rows it adds carry no price, so this date only says how old the
+# availability list may be: the v8 catalog is known only as "2026" (shared/reference/prices.md
+# dates its other SkyPilot v8 GCP numbers the same way). Never today's date.
+AVAILABILITY_AS_OF = "2026-01-01"
+AVAILABILITY_NOTE = ("availability only (region and zones) from the undated snapshot, known only "
+                     "as 2026; no dated price: its A2/A3 Price column is the host without the "
+                     "per-GPU SKU; run 'reclaunch catalog refresh' to price it")
+FACT_COLUMNS = ("cloud", "instance_type", "gpu", "gpu_count", "gpu_memory_gib", "intra_node",
+                "nvlink", "nvlink_gbs_per_gpu", "fabric", "nics", "network_gbps", "gpudirect",
+                "vcpus", "ram_gib", "local_nvme_gb")
+
+
+def availability(snapshot_rows, facts, cloud: str = "gcp") -> dict[tuple[str, str], list[str]]:
+    """(instance type, region) -> sorted zones, for the instance types in the facts table."""
+    wanted = {it for (c, it) in facts if c == cloud}
+    out: dict[tuple[str, str], set[str]] = {}
+    for r in snapshot_rows:
+        it = (r.get("InstanceType") or "").strip()
+        if it not in wanted:
+            continue
+        region, zone = r["Region"].strip(), (r.get("AvailabilityZone") or "").strip()
+        out.setdefault((it, region), set()).update([zone] if zone else [])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def build_rows(avail, facts, existing: list[dict], snapshot: str = SNAPSHOT_NAME,
+               cloud: str = "gcp") -> list[dict]:
+    """One row per (type, region) the snapshot lists: the bundled row (with zones) where one
+    exists, an availability-only row otherwise. Bundled rows of a type the snapshot covers but in a
+    region it does not list are kept too: they carry their own dated source."""
+    have = {(r["instance_type"], r["region"]): r for r in existing if r["cloud"] == cloud}
+    covered = {it for (it, _) in avail}
+    rows = []
+    for (it, region), zones in sorted(avail.items()):
+        old = have.get((it, region))
+        if old is not None:
+            rows.append({**old, "zones": " ".join(zones)})
+            continue
+        fact = facts[(cloud, it)]
+        row = {c: fact[c] for c in FACT_COLUMNS}
+        row.update(region=region, on_demand_usd="", spot_usd="", spot_low_usd="", spot_high_usd="",
+                   price_as_of=AVAILABILITY_AS_OF, source=f"availability only, no price: {snapshot}; {AVAILABILITY_NOTE}",
+                   zones=" ".join(zones), purchase=fact.get("purchase") or "on-demand",
+                   purchase_usd="")
+        rows.append(row)
+    rows += [r for (it, region), r in have.items() if it in covered and (it, region) not in avail]
+    return rows
+
+
+def is_availability_only(row_source: str) -> bool:
+    return AVAILABILITY_NOTE in row_source
+
+
+def main(argv: list[str] | None = None) -> int:
+    from reclaunch.catalog import INSTANCE_COLUMNS
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gcp", type=Path, default=SNAPSHOT, help="SkyPilot catalogs/v8/gcp/vms.csv or an extract")
+    ap.add_argument("--snapshot", default=SNAPSHOT_NAME, help="repo@commit path, written into new rows' source")
+    ap.add_argument("--out", type=Path, default=DATA / "instances.csv")
+    ap.add_argument("--write", action="store_true", help="write --out (default: print a summary only)")
+    a = ap.parse_args(argv)
+    facts = read_facts()
+    with a.gcp.open(newline="") as fh:
+        avail = availability(csv.DictReader(fh), facts)
+    with a.out.open(newline="") as fh:
+        existing = list(csv.DictReader(fh))
+    generated = build_rows(avail, facts, existing, a.snapshot)
+    merged = merge(existing, generated, cloud="gcp")
+    by_type: dict[str, list[str]] = {}
+    for (it, region) in sorted(avail):
+        by_type.setdefault(it, []).append(region)
+    for it, regions in by_type.items():
+        print(f"{it}: {len(regions)} regions: {' '.join(regions)}")
+    new = sum(1 for r in generated if is_availability_only(r["source"]))
+    print(f"{len(generated)} GCP rows of covered types ({new} availability-only); {len(merged)} rows in all")
+    if a.write:
+        with a.out.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=INSTANCE_COLUMNS)
+            w.writeheader()
+            for r in merged:
+                w.writerow({c: r.get(c, "") for c in INSTANCE_COLUMNS})
+        print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
