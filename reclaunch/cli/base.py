@@ -1,0 +1,54 @@
+"""The click group and what every verb shares: consoles, strict JSON, loading a spec."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from reclaunch.providers import KUBE_CLOUDS, REGISTRY  # noqa: F401  (data only: no provider package is imported)
+
+CLOUDS = list(REGISTRY)
+
+
+def _console(stderr: bool = False):
+    from reclaunch.ui.console import console
+    return console(stderr)
+
+
+def _emit_json(obj) -> None:
+    """Strict JSON: a NaN or inf that got this far becomes null (Python would print `NaN`,
+    which no JSON parser accepts)."""
+    click.echo(json.dumps(_finite(obj), indent=2, sort_keys=False, default=str, allow_nan=False))
+
+
+def _finite(obj):
+    import math
+
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _load(file: str):
+    from reclaunch.catalog import load_catalog
+    from reclaunch.spec import load_spec
+
+    catalog = load_catalog()
+    return load_spec(file, catalog), catalog
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="reclaunch", prog_name="reclaunch")
+def cli() -> None:
+    """Plan, launch and tear down recommender-model training on GPU clusters.
+
+    \b
+    reclaunch plan examples/aws-deepfm-p4d.yaml      what it costs, whether it fits
+    reclaunch up examples/local-deepfm.yaml          run it (cloud: local needs no account)
+    reclaunch down NAME                              back to zero spend
+    """
