@@ -10,7 +10,6 @@ row for that (cloud, instance_type, region) stays in force.
 from __future__ import annotations
 
 import csv
-import datetime as _dt
 import math
 import sys
 from dataclasses import fields

@@ -11,7 +11,7 @@ The detached watcher is this module run as a script:
 
 from __future__ import annotations
 
-import dataclasses
+
 import os
 import re
 import subprocess

@@ -138,9 +138,6 @@ def preview(plan: "Plan", *, program: Callable[["Plan"], None], extra: str) -> l
     The caller names the program and its pip extra (providers.preview_plan: the cloud's CloudSpec).
     """
     pulumi = require("pulumi", extra)
-    from pulumi.runtime import settings
-    from pulumi.runtime.stack import run_pulumi_func
-    from pulumi.runtime.sync_await import _sync_await
 
     recorded: list[dict[str, Any]] = []
 
@@ -155,12 +152,11 @@ def preview(plan: "Plan", *, program: Callable[["Plan"], None], extra: str) -> l
         def call(self, args):
             return _call(args.token, args.args, plan)
 
-    # A fresh root stack and RPC state per run: each preview is its own deployment.
-    settings.set_root_resource(None)  # type: ignore[arg-type]
+    # Only Pulumi's documented unit-testing API: set_mocks, then @pulumi.runtime.test, which
+    # clears the RPC state, runs the program and waits for every registration to settle.
+    # (https://www.pulumi.com/docs/using-pulumi/testing/unit/)
     pulumi.runtime.set_mocks(Recorder(), project="reclaunch", stack=plan.name, preview=False)
-    settings.SETTINGS.rpc_manager.clear()
-    settings.SETTINGS.outputs.clear()
-    _sync_await(run_pulumi_func(lambda: program(plan)))
+    pulumi.runtime.test(lambda: program(plan))()
     return [_describe(r) for r in recorded]
 
 

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from reclaunch.errors import SpecError
 from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD  # noqa: F401
-from reclaunch.spec.messages import format_problems, message
+
 from reclaunch.spec.models import PRESETS, Spec  # noqa: F401
 from reclaunch.spec.rules import cross_check, normalize_gpu  # noqa: F401
 
