@@ -105,7 +105,7 @@ class KubeCloudProvider:
             fallback=lambda plan, kind: fallback(plan, kind, zone_fallback=self.cloud.zone_fallback),
             stop_hint=lambda kind: self.cloud.quota_fix if kind in (QUOTA, SPOT_QUOTA)
             else self.cloud.capacity_fix,
-            verify=self.verify)
+            verify=self.verify, prerequisites=_prerequisites)
         kw.update(self.env_overrides)
         if "infra" not in kw:
             from reclaunch.runtime.infra import PulumiInfra
@@ -231,6 +231,12 @@ class KubeCloudProvider:
         from reclaunch.runtime import lifecycle
         self.check_ready(None)
         lifecycle.down(name, self._env_for(name, backend), yes=yes, keep_storage=keep_storage)
+
+
+def _prerequisites(plan: "Plan") -> list[str]:
+    """stacks.<cloud>.manual_prerequisites: quotas, registrations, reservations to buy."""
+    from stacks import manual_prerequisites
+    return manual_prerequisites(plan)
 
 
 def _kube_for(outputs: dict[str, Any]):

@@ -53,6 +53,9 @@ class Env:
     extra: dict[str, Any] = field(default_factory=dict)
     # plan -> schedulability rows; None: manifests.placement.for_plan (the stack's own pools)
     schedule: Callable[["Plan"], list[dict[str, Any]]] | None = None
+    # What a person must do first (quotas, feature registrations, reservations bought): shown
+    # with the plan, before confirmation and before anything is created.
+    prerequisites: Callable[["Plan"], list[str]] = lambda plan: []
 
     def out(self):
         if self.console is None:
@@ -120,6 +123,11 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
     problem = budget_problem(plan)
     from reclaunch.ui.plan import show_plan
     show_plan(plan, env.out(), problem)
+    needs = env.prerequisites(plan)
+    if needs:
+        env.out().print("[bold]needs a person first[/bold] (reclaunch cannot do these):")
+        for line in needs:
+            env.out().print(f"  - {line}")
     if problem and not force:
         raise PlanError(f"refusing to start: {problem}", hint="raise budget.max_usd or pass --force")
     # Before anything is created: a pod that fits no node pool would leave a cluster billing
@@ -152,6 +160,7 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
             r["applied"] = kube.apply_all(list(launch.objects))
     if preflight and not journal.done("preflight"):
         with _Step(env, journal, "preflight") as r:
+            from reclaunch.runtime.preflight_run import run_preflight
             r.update(run_preflight(plan, kube, env, rec, force=force))
     if launch.job is not None and not journal.done("start"):
         with _Step(env, journal, "start", job=f"{rec.namespace}/{rec.job_name}") as r:
@@ -226,32 +235,6 @@ def variant(plan: "Plan", v: dict[str, Any]) -> "Plan":
         dataclasses.replace(plan, spec=spec)
     return dataclasses.replace(new, zones=zones, spot=spot,
                                zones_as_planned=plan.zones_as_planned or list(plan.zones))
-
-
-def run_preflight(plan: "Plan", kube: Any, env: Env, rec: ClusterRecord, *,
-                  force: bool = False, timeout_s: float = 1800) -> dict[str, Any]:
-    from reclaunch.manifests import preflight as pf
-    from reclaunch.manifests.job import fabric_profile, preflight_job
-
-    profile = fabric_profile(plan)     # resolved for the instance (EFA device count per family)
-    job = preflight_job(plan)
-    name = job["metadata"]["name"]
-    kube.apply(job)
-    deadline = env.clock() + timeout_s
-    state = "Created"
-    while not JOB_STATES[state].terminal and env.clock() < deadline:
-        env.sleep(10)
-        state = job_state(kube.job(rec.namespace, name))
-    pods = kube.pods(rec.namespace, name)
-    text = "\n".join(kube.logs(rec.namespace, pods[0]["name"])) if pods else ""
-    kube.delete(job["apiVersion"], job["kind"], name, rec.namespace)
-    result = pf.parse_nccl_tests(text)
-    v = pf.verdict(result, pf.parse_nccl_debug(text), profile, plan.nodes)
-    msg = f"busbw {v.busbw:.1f} GB/s (threshold {v.threshold:.1f})"
-    if not v.ok and not force:
-        raise ProviderError(f"NCCL preflight failed: {v.cause}; {msg}", hint=v.fix)
-    return {"message": msg if v.ok else f"{msg}; ignored with --force: {v.cause}",
-            "busbw": v.busbw, "ok": v.ok}
 
 
 # ---- watch, teardown, down --------------------------------------------------------------------

@@ -299,3 +299,18 @@ def test_other_cloud_error_tables(mod, text, kind):
     from reclaunch.providers.kubecloud import classify
     m = importlib.import_module(f"reclaunch.providers.{mod}")
     assert classify(m.ERRORS, text) == kind
+
+
+def test_up_shows_what_needs_a_person_before_creating_anything(world, plan):
+    """Quotas, registrations and reservations are listed with the plan; a declined
+    confirmation then creates nothing."""
+    import io
+
+    from rich.console import Console
+    out = io.StringIO()
+    env = aws_env(world, confirm=lambda q: False)
+    env.console = Console(file=out, width=200)
+    st = lifecycle.up(plan, env)
+    text = out.getvalue()
+    assert "needs a person first" in text and "Service Quotas" in text and "vCPU" in text
+    assert st.state == "Pending" and not world.cloud.created
