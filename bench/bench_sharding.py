@@ -4,11 +4,14 @@
 
 For each sharding, the reference trainer (TorchRec engine) runs under torchrun with 2 gloo
 processes on this machine -- the shape of `cloud: local`'s 2 simulated nodes x 1 process --
-on the spec's tables, model, batch and optimizer, with RECLAUNCH_SHARDING set to that sharding
-(table-wise: round-robin over the ranks). Measured = mean global samples/s of the trainer's
+on the spec's tables, model, batch and optimizer, with RECLAUNCH_SHARDING set to the per-table
+plan of `reclaunch plan --json` for the spec pinned to that sharding (what the job env would pass;
+round-robin only if the plan carries none). Measured = mean global samples/s of the trainer's
 RECLAUNCH_METRICS lines after the first (warm-up) interval. Predicted = `reclaunch plan --json`
 (throughput_samples_per_second) for the same spec with `model.sharding` pinned to it; when the
-planner cannot give one, only the measurement is printed, and the line says so.
+planner cannot give one, only the measurement is printed, and the line says so. The last lines
+give the plan's choice's speed-up over the other sharding, predicted and measured, and the load
+average (the machine is shared: measured CPU rates move with it).
 """
 from __future__ import annotations
 
@@ -44,16 +47,34 @@ def plan_json(doc: dict) -> dict | None:
         return None
 
 
-def predicted(doc: dict, mode: str) -> tuple[float | None, str]:
+def plan_choice(plan: dict | None) -> list[str]:
+    """The sharding types the plan chose, from its per-table plan (`sharding.tables`)."""
+    tables = ((plan or {}).get("sharding") or {}).get("tables") or []
+    return sorted({t["sharding_type"] for t in tables})
+
+
+def predicted(doc: dict, mode: str) -> tuple[float | None, dict | None, str]:
+    """(predicted samples/s, the pinned plan's RECLAUNCH_SHARDING value or None, note)."""
     pinned = {**doc, "model": {**doc["model"], "sharding": MODES[mode]}}
     plan = plan_json(pinned)
     if not plan or not plan.get("throughput_samples_per_second"):
-        return None, "no prediction (reclaunch plan --json gave none for this sharding)"
-    got = sorted(set(((plan.get("memory") or {}).get("sharding") or {}).values()))
-    return float(plan["throughput_samples_per_second"]), f"plan sharding={','.join(got) or '?'}"
+        return None, None, "no prediction (reclaunch plan --json gave none for this sharding)"
+    sh = plan.get("sharding") or {}
+    env = None
+    if sh.get("tables"):
+        # what the job env passes the trainer (CONTRACTS.md 1): the plan's own placement
+        keep = ("name", "rows", "dim", "pooling_factor", "feature", "sequence", "sharding_type",
+                "compute_kernel", "ranks")
+        env = {"version": 1, "world_size": sh.get("world_size"), "engine": sh.get("engine", "torchrec"),
+               "tables": [{k: t[k] for k in keep if k in t} for t in sh["tables"]]}
+    return (float(plan["throughput_samples_per_second"]), env,
+            f"plan sharding={','.join(plan_choice(plan)) or '?'} step_ms={1e3 * plan['step']['total_seconds']:.2f}"
+            if isinstance(plan.get("step"), dict) and "total_seconds" in plan["step"]
+            else f"plan sharding={','.join(plan_choice(plan)) or '?'}")
 
 
 def sharding_env(doc: dict, mode: str, world: int) -> str:
+    """Fallback when the pinned plan carries no per-table plan: every table `mode`, round-robin."""
     dim = doc["model"].get("embedding_dim", 16)
     tables = [{"name": t["name"], "rows": int(str(t["rows"]).replace("_", "")), "dim": t.get("dim") or dim,
                "feature": t["name"], "pooling_factor": 1.0, "sequence": False, "sharding_type": mode,
@@ -63,7 +84,8 @@ def sharding_env(doc: dict, mode: str, world: int) -> str:
     return json.dumps({"version": 1, "world_size": world, "engine": "torchrec", "tables": tables})
 
 
-def measure(doc: dict, mode: str, steps: int, log_every: int, world: int) -> dict:
+def measure(doc: dict, mode: str, steps: int, log_every: int, world: int,
+            plan_env: dict | None = None) -> dict:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -73,7 +95,8 @@ def measure(doc: dict, mode: str, steps: int, log_every: int, world: int) -> dic
             "--mlp", ",".join(map(str, model.get("mlp", [64, 32]))), "--steps", str(steps),
             "--log-every", str(log_every), "--dataset", "synthetic"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RECLAUNCH_", "TORCHELASTIC_"))}
-    env.update(RECLAUNCH_SHARDING=sharding_env(doc, mode, world), OMP_NUM_THREADS="1")
+    env.update(RECLAUNCH_SHARDING=json.dumps(plan_env, separators=(",", ":")) if plan_env
+               else sharding_env(doc, mode, world), OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc-per-node={world}",
            "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", TRAIN, *args]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -101,20 +124,30 @@ def main(argv=None) -> int:
         doc = yaml.safe_load(f)
     world = int(doc.get("nodes", 2)) * int(doc.get("gpus_per_node", 1))
     chosen = plan_json(doc)
-    choice = sorted(set(((chosen or {}).get("memory") or {}).get("sharding", {}).values())) if chosen else []
+    choice = plan_choice(chosen)
     print(f"bench spec={os.path.relpath(args.spec, ROOT)} world={world} (gloo, this CPU) "
           f"tables={[t['name'] for t in doc['model']['tables']]} steps={args.steps} "
-          f"plan_choice={','.join(choice) or 'unknown'}")
-    results = {}
+          f"plan_choice={','.join(choice) or 'unknown'} loadavg={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    results, preds = {}, {}
     for mode in MODES:
-        pred, note = predicted(doc, mode)
-        got = measure(doc, mode, args.steps, args.log_every, world)
-        results[mode] = got
-        print(f"{mode:<14} measured_samples_per_s={got['samples_per_s']:.1f} step_ms={got['step_ms']:.1f} "
+        pred, plan_env, note = predicted(doc, mode)
+        got = measure(doc, mode, args.steps, args.log_every, world, plan_env)
+        results[mode], preds[mode] = got, pred
+        print(f"{mode:<14} predicted_samples_per_s={'%.1f' % pred if pred else 'n/a'} "
+              f"measured_samples_per_s={got['samples_per_s']:.1f} step_ms={got['step_ms']:.1f} "
               f"(fwd_bwd {got['fwd_bwd_ms']:.1f}, comm {got['comm_ms']:.1f}, opt {got['opt_ms']:.1f}) "
-              f"predicted_samples_per_s={'%.1f' % pred if pred else 'n/a'} [{note}]")
-    tw, dp = results["table_wise"]["samples_per_s"], results["data_parallel"]["samples_per_s"]
-    print(f"speedup table_wise/data_parallel measured={tw / dp:.2f}x")
+              f"measured/predicted={got['samples_per_s'] / pred if pred else float('nan'):.3f} [{note}]")
+    # the plan's choice against the other sharding: predicted and measured speed-up
+    pick = choice[0] if len(choice) == 1 and choice[0] in MODES else None
+    if pick is None:
+        print(f"plan choice {choice or 'unknown'} is not one of {list(MODES)}: no speed-up to report")
+    else:
+        other = next(m for m in MODES if m != pick)
+        meas = results[pick]["samples_per_s"] / results[other]["samples_per_s"]
+        pred = preds[pick] / preds[other] if preds[pick] and preds[other] else None
+        print(f"speedup of the plan's choice {pick} over {other}: "
+              f"predicted={'%.2fx' % pred if pred else 'n/a'} measured={meas:.2f}x")
+    print(f"loadavg after={' '.join(f'{x:.2f}' for x in os.getloadavg())} cores={os.cpu_count()}")
     return 0
 
 

@@ -83,6 +83,17 @@ def rate(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: int, 
     return evaluate(ctx, sc, opts, pinned)
 
 
+def _kernel(o, dim: int) -> str:
+    """TorchRec compute kernel of one table's plan. FBGEMM's fused (TBE) kernels need a shard
+    width divisible by 4 (pytorch/torchrec torchrec/distributed/batched_embedding_kernel.py,
+    _assert_local_cols_divisible_by_4, called by BatchedFusedEmbeddingBag); the dense kernel has
+    no such limit, so e.g. the DIN preset's dim-18 tables get it instead of failing at start-up."""
+    if o.kind == "data_parallel":
+        return "dense"
+    width = o.dim if o.kind == "column_wise" and o.dim else dim
+    return "fused" if width % 4 == 0 else "dense"
+
+
 def plan_sharding(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: int,
                   dense_s: float, dense_bwd_s: float, dense_ar_bytes: float):
     """-> (Sharding, Eval of the chosen plan, (weights, state, grad, io) of the fullest rank)."""
@@ -94,7 +105,7 @@ def plan_sharding(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, g
     chosen, ev, uniform = search(ctx, sc, tins, pin_all)
     shards = [TableShard(name=t.name, rows=t.rows, dim=t.dim, pooling_factor=t.pooling_factor,
                          feature=t.name, sequence=t.sequence, sharding_type=o.kind,
-                         compute_kernel="dense" if o.kind == "data_parallel" else "fused",
+                         compute_kernel=_kernel(o, t.dim),
                          # contract 1: a data-parallel table lists no ranks (it is on all)
                          ranks=[] if o.kind == "data_parallel" else list(ev.ranks[i]),
                          pinned=bool(t.pin or pin_all), memory_bytes_per_rank=o.mem,

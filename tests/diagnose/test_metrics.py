@@ -56,8 +56,9 @@ def test_aggregate_per_rank_and_cluster():
     m = measure(synth.run(world=4, intervals=6))
     assert [r.rank for r in m.ranks] == [0, 1, 2, 3] and m.world_size == 4
     assert m.step == 120 and all(r.intervals == 6 for r in m.ranks)
-    assert abs(m.samples_per_s - 4 * 4096 / 0.061) / m.samples_per_s < 0.05
-    assert m.peak_mem_bytes == (7 << 30) + 3 * 1024     # the largest rank
+    p = synth.planned("aws-deepfm-p4d.yaml")      # the fixture's healthy step is the plan's
+    assert abs(m.samples_per_s - 4 * 4096 / p["step_s"]) / m.samples_per_s < 0.05
+    assert m.peak_mem_bytes == p["mem"] + 3 * 1024     # the largest rank
     assert len(m.series) == 6 and not m.finished
 
 
@@ -65,7 +66,8 @@ def test_global_rate_falls_back_to_per_rank_sum():
     lines = [ln for ln in synth.run(world=2, intervals=4) if '"rank":0,' not in ln]
     m = measure(lines)
     assert [r.rank for r in m.ranks] == [1] and m.world_size == 2
-    assert abs(m.samples_per_s - 2 * 4096 / 0.061) / m.samples_per_s < 0.05
+    step_s = synth.planned("aws-deepfm-p4d.yaml")["step_s"]
+    assert abs(m.samples_per_s - 2 * 4096 / step_s) / m.samples_per_s < 0.05
 
 
 def test_final_line_marks_finished_and_is_not_an_interval():

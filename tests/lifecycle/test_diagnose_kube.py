@@ -120,9 +120,10 @@ def _record(plan, max_usd):
 def test_measured_projection_and_guard(plan):
     from reclaunch.runtime.budget import measured_guard, measured_projection
 
-    rec = _record(plan, 20.0)
-    planned = rec.extra["planned_usd"]
-    assert 0 < planned < 20 and rec.extra["global_batch"] == 4096 * 32
+    planned = _record(plan, None).extra["planned_usd"]
+    cap = 2 * planned                 # the plan fits twice over; a 5x slower run cannot
+    rec = _record(plan, cap)
+    assert 0 < planned < cap and rec.extra["global_batch"] == 4096 * 32
     sps = plan.throughput_samples_per_second
     # at the planned rate the projection is about the plan's cost: no action
     at_plan = measured_projection(rec, 0.0, sps, 0)
@@ -131,7 +132,7 @@ def test_measured_projection_and_guard(plan):
     # five times slower: ~5x the hours -> past the cap by more than the margin -> stop
     slow = measured_projection(rec, 1.0, sps / 5, 0)
     action, why = measured_guard(rec, 1.0, slow)
-    assert action == "stop" and "budget.max_usd $20.00" in why and "the plan said" in why
+    assert action == "stop" and f"budget.max_usd ${cap:,.2f}" in why and "the plan said" in why
     # a run forced over budget at start is only warned about
     forced = _record(plan, planned / 2)
     assert measured_guard(forced, 0.0, at_plan)[0] == "warn"
