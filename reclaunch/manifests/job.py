@@ -169,12 +169,23 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
         "env": _env_list(env),
         "ports": [{"name": "pytorchjob-port", "containerPort": MASTER_PORT}],
         "resources": pod_resources(plan),
-        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, *mounts, *req.volume_mounts],
     }
+    return pod_template(plan, container, req, job_name=plan.name, volumes=volumes, mounts=mounts)
+
+
+def pod_template(plan: "Plan", container: dict[str, Any], req: Any, *, job_name: str,
+                 volumes: list[dict] = (), mounts: list[dict] = (),
+                 extra_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The one pod template of every pod that runs on the GPU pools (training and the NCCL
+    preflight): placement (node selector, tolerations, one-fabric affinity), the fabric's
+    sidecars, init containers, devices, annotations and capabilities, and /dev/shm. Only the
+    main container differs; so the preflight lands exactly where training will."""
+    container = {**container, "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"},
+                                               *mounts, *req.volume_mounts]}
     if req.capabilities:
         container["securityContext"] = {"capabilities": {"add": sorted(req.capabilities)}}
     node_selector, tolerations = _placement(plan)
-    affinity = _affinity(plan, plan.name)
+    affinity = _affinity(plan, job_name)
     pod: dict[str, Any] = {
         "nodeSelector": node_selector,
         "tolerations": tolerations,
@@ -187,7 +198,7 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
         pod["initContainers"] = req.init_containers
     if affinity:
         pod["affinity"] = affinity
-    meta: dict[str, Any] = {"labels": labels(plan)}
+    meta: dict[str, Any] = {"labels": labels(plan, **(extra_labels or {}))}
     if req.annotations:
         meta["annotations"] = dict(req.annotations)
     return {"metadata": meta, "spec": pod}
@@ -279,15 +290,15 @@ def preflight_job(plan: "Plan", *, max_bytes: str = "8G") -> dict[str, Any]:
 
     from reclaunch.manifests.stackfacts import rxdm_image
 
-    node_selector, tolerations = _placement(plan)
     name, prof = f"{plan.name}-nccl", fabric_profile(plan)
+    req = requirements(plan)
     return nccl_tests_job(name, plan.spec.namespace,
                           plan.spec.job.image or LOCAL_IMAGE, plan.nodes, plan.gpus_per_node,
                           prof, cluster_name=plan.name,
                           user_env=dict(plan.spec.nccl.env), max_bytes=max_bytes,
-                          labels=labels(plan), node_selector=node_selector,
-                          tolerations=tolerations, affinity=_affinity(plan, name) or None,
-                          rxdm_image=rxdm_image(prof))
+                          labels=labels(plan), rxdm_image=rxdm_image(prof),
+                          template=lambda c: pod_template(plan, c, req, job_name=name,
+                                                          extra_labels={"reclaunch-role": "preflight"}))
 
 
 def prerequisites(plan: "Plan") -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from reclaunch.errors import PlanError
 from reclaunch.fabric import FabricProfile, ld_library_export, nccl_env, pod_requirements
@@ -91,12 +92,15 @@ def nccl_tests_job(name: str, namespace: str, image: str, nodes: int, gpus_per_n
                    node_selector: dict[str, str] | None = None,
                    tolerations: list[dict] | None = None, affinity: dict | None = None,
                    rxdm_image: str | None = None, memory_gib_per_gpu: int = 4,
-                   active_deadline_seconds: int = 1800) -> dict:
+                   active_deadline_seconds: int = 1800,
+                   template: Callable[[dict], dict] | None = None) -> dict:
     """A kubeflow.org/v1 PyTorchJob running the all_reduce sweep on every GPU of every node.
 
     Requests one CPU and `memory_gib_per_gpu` GiB per rank: besides sizing the pod, a container that
     requests hugepages (EFA) must request cpu or memory too, or the API server rejects it
     (core validation: "HugePages require cpu or memory").
+    `template(container)` builds the pod around the container: `render.preflight_job` passes the
+    training job's own pod template, so both land on the same nodes with the same fabric setup.
     """
     if profile.fabric == "gloo":
         raise PlanError("the NCCL preflight needs GPUs; the local profile uses gloo on CPUs")
@@ -121,29 +125,36 @@ def nccl_tests_job(name: str, namespace: str, image: str, nodes: int, gpus_per_n
                       "limits": {**req.resources, **memory}},
         "volumeMounts": [*req.volume_mounts, {"name": "dshm", "mountPath": "/dev/shm"}],
     }
-    if req.capabilities:
-        container["securityContext"] = {"capabilities": {"add": list(req.capabilities)}}
     meta_labels = {CLUSTER_TAG: cluster, MANAGED_TAG: "true",
                    "reclaunch-role": "preflight", **(labels or {})}
-    pod_spec: dict = {
-        "containers": [container, *req.sidecars],
-        "volumes": [*req.volumes,
-                    {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": req.shm_size}}],
-        "restartPolicy": "Never",
-    }
-    if req.init_containers:
-        pod_spec["initContainers"] = req.init_containers
-    if node_selector:
-        pod_spec["nodeSelector"] = dict(node_selector)
-    if tolerations:
-        pod_spec["tolerations"] = list(tolerations)
-    if affinity:
-        pod_spec["affinity"] = affinity
+    if template is not None:
+        tpl = template(container)
+        pod_spec = {**tpl["spec"], "restartPolicy": "Never"}
+        meta_labels = {**tpl["metadata"]["labels"], **meta_labels}
+        annotations = dict(tpl["metadata"].get("annotations") or {})
+    else:   # standalone (no plan): the same parts, assembled here
+        if req.capabilities:
+            container["securityContext"] = {"capabilities": {"add": list(req.capabilities)}}
+        pod_spec = {
+            "containers": [container, *req.sidecars],
+            "volumes": [*req.volumes,
+                        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": req.shm_size}}],
+            "restartPolicy": "Never",
+        }
+        if req.init_containers:
+            pod_spec["initContainers"] = req.init_containers
+        if node_selector:
+            pod_spec["nodeSelector"] = dict(node_selector)
+        if tolerations:
+            pod_spec["tolerations"] = list(tolerations)
+        if affinity:
+            pod_spec["affinity"] = affinity
+        annotations = dict(req.annotations)
 
     def replica(count: int) -> dict:
+        meta = {"labels": dict(meta_labels), **({"annotations": annotations} if annotations else {})}
         return {"replicas": count, "restartPolicy": "Never",
-                "template": {"metadata": {"labels": dict(meta_labels),
-                                          "annotations": dict(req.annotations)},
+                "template": {"metadata": meta,
                              "spec": pod_spec}}
 
     specs = {"Master": replica(1)}

@@ -336,3 +336,28 @@ def preflight_job_of(plan):
     from reclaunch.manifests.job import preflight_job
 
     return preflight_job(plan)
+
+
+@pytest.mark.parametrize("example", ["aws-deepfm-p4d.yaml", "azure-din-nd96amsr.yaml",
+                                     "gcp-dcnv2-a3mega.yaml", "aws-auto-h100.yaml"])
+def test_preflight_pod_is_the_training_pod_template(example):
+    """Issue 11: the preflight is built by the training pod's template code, so it lands on the
+    same nodes with the same fabric setup; only the main container differs."""
+    from reclaunch.manifests.job import preflight_job, render
+    from reclaunch.planner import make_plan
+    from reclaunch.spec import load_spec
+
+    plan = make_plan(load_spec(EXAMPLES / example))
+    job = [o for o in render(plan) if o["kind"] == "PyTorchJob"][0]
+    train = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    pre = preflight_job(plan)["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    for key in ("nodeSelector", "tolerations", "initContainers", "terminationGracePeriodSeconds"):
+        assert pre["spec"].get(key) == train["spec"].get(key), key
+    # the same volumes but the dataset claim (an all-reduce reads no data)
+    assert pre["spec"]["volumes"] == [v for v in train["spec"]["volumes"] if v["name"] != "data"]
+    assert pre["spec"]["containers"][1:] == train["spec"]["containers"][1:]      # sidecars
+    assert pre["metadata"].get("annotations") == train["metadata"].get("annotations")
+    tc, pc = train["spec"]["containers"][0], pre["spec"]["containers"][0]
+    assert pc["volumeMounts"][0] == tc["volumeMounts"][0] == {"name": "dshm", "mountPath": "/dev/shm"}
+    assert pc.get("securityContext") == tc.get("securityContext")
+    assert pre["metadata"]["labels"]["reclaunch-role"] == "preflight"
