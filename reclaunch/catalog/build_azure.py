@@ -29,7 +29,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts
+from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts, write_instances
 
 SNAPSHOT = DATA / "skypilot_v6_azure_098741e7.csv"
 SNAPSHOT_NAME = "skypilot-org/skypilot-catalog@098741e7 catalogs/v6/azure/vms.csv"
@@ -56,9 +56,8 @@ def merge_regions(existing: list[dict], generated: list[dict]) -> list[dict]:
     return sorted(kept + generated, key=lambda r: (r["cloud"], r["instance_type"], r["region"]))
 
 
-def main(argv: list[str] | None = None) -> int:
-    from reclaunch.catalog import INSTANCE_COLUMNS
 
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--azure", type=Path, default=SNAPSHOT, help="SkyPilot catalogs/v6/azure/vms.csv or an extract")
     ap.add_argument("--snapshot", default=SNAPSHOT_NAME, help="repo@commit path, written into every row's source")
@@ -82,12 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['instance_type']} {r['region']}: {r['on_demand_usd'] or '-'} / spot {r['spot_usd'] or '-'}")
     print(f"{len(generated)} generated rows; {len(merged)} rows in all")
     if a.write:
-        with a.out.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=INSTANCE_COLUMNS)
-            w.writeheader()
-            for r in merged:
-                w.writerow({c: r.get(c, "") for c in INSTANCE_COLUMNS})
-        print(f"wrote {a.out}")
+        write_instances(a.out, merged)
     return 0
 
 

@@ -110,9 +110,19 @@ def merge(existing: list[dict], generated: list[dict], cloud: str = "aws") -> li
     return sorted(kept + generated, key=lambda r: (r["cloud"], r["instance_type"], r["region"]))
 
 
-def main(argv: list[str] | None = None) -> int:
+def write_instances(out: Path, rows: list[dict]) -> None:
+    """Write the bundled instances.csv (every generator ends here)."""
     from reclaunch.catalog import INSTANCE_COLUMNS
 
+    with out.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=INSTANCE_COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c, "") for c in INSTANCE_COLUMNS})
+    print(f"wrote {out}")
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--aws", required=True, type=Path, help="SkyPilot catalogs/v*/aws/vms.csv (or an extract)")
     ap.add_argument("--snapshot", required=True, help="repo@commit path, written into every row's source")
@@ -140,12 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{it}: {len(regions)} regions: {' '.join(regions)}")
     print(f"{len(generated)} generated rows; {len(merged)} rows in all")
     if a.write:
-        with a.out.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=INSTANCE_COLUMNS)
-            w.writeheader()
-            for r in merged:
-                w.writerow({c: r.get(c, "") for c in INSTANCE_COLUMNS})
-        print(f"wrote {a.out}")
+        write_instances(a.out, merged)
     return 0
 
 

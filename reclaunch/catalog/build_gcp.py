@@ -29,7 +29,7 @@ import csv
 import sys
 from pathlib import Path
 
-from reclaunch.catalog.build_catalog import DATA, merge, read_facts
+from reclaunch.catalog.build_catalog import DATA, merge, read_facts, write_instances
 
 SNAPSHOT = DATA / "skypilot_v8_gcp_006059e0.csv"
 SNAPSHOT_NAME = "skypilot-org/skypilot-catalog@006059e0 catalogs/v8/gcp/vms.csv"
@@ -86,9 +86,8 @@ def is_availability_only(row_source: str) -> bool:
     return AVAILABILITY_NOTE in row_source
 
 
-def main(argv: list[str] | None = None) -> int:
-    from reclaunch.catalog import INSTANCE_COLUMNS
 
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gcp", type=Path, default=SNAPSHOT, help="SkyPilot catalogs/v8/gcp/vms.csv or an extract")
     ap.add_argument("--snapshot", default=SNAPSHOT_NAME, help="repo@commit path, written into new rows' source")
@@ -110,12 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     new = sum(1 for r in generated if is_availability_only(r["source"]))
     print(f"{len(generated)} GCP rows of covered types ({new} availability-only); {len(merged)} rows in all")
     if a.write:
-        with a.out.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=INSTANCE_COLUMNS)
-            w.writeheader()
-            for r in merged:
-                w.writerow({c: r.get(c, "") for c in INSTANCE_COLUMNS})
-        print(f"wrote {a.out}")
+        write_instances(a.out, merged)
     return 0
 
 
