@@ -57,9 +57,12 @@ class RecEngine:
             # (fbgemm_gpu/split_table_batched_embeddings_ops_training.py, "not supported in CPU mode"):
             # TorchRec's dense kernel instead, whose optimizer steps with the others after backward
             # (dense table gradient: right for the small local tables, not for big ones).
-            self.plan.tables = [sharding.Table(**{**t.__dict__, "compute_kernel": "dense"}) for t in self.plan.tables]
+            # DIN's sequence tables cannot (see sharding.for_cpu_sequences, which says so).
+            self.plan.tables = [t if t.sequence else sharding.Table(**{**t.__dict__, "compute_kernel": "dense"})
+                                for t in self.plan.tables]
             self.plan.notes.append(f"fused {args.optimizer} needs CUDA on fbgemm: dense kernel, "
                                    "embedding optimizer steps after backward")
+        self.plan = sharding.for_cpu_sequences(self.plan, d.device.type, args.optimizer in CPU_FUSED)
         for note in self.plan.notes:
             log(f"info sharding_note={note!r}")
         emb_cls, dense_cls = OPTIMIZERS[args.optimizer]

@@ -147,6 +147,42 @@ def for_world(plan: Plan, world: int, device_type: str) -> Plan:
     return Plan(out, world, plan.source, notes)
 
 
+def for_cpu_sequences(plan: Plan, device_type: str, fused_ok: bool) -> Plan:
+    """DIN's sequence tables as they can run on CPU.
+
+    fbgemm_gpu_cpu's dense TBE ignores PoolingMode.NONE and always pools (its CPU forward,
+    split_embedding_codegen_forward_cpu, knows SUM and MEAN only: pytorch/FBGEMM
+    fbgemm_gpu/codegen/embedding_forward_split_cpu.h), so an EmbeddingCollection on the dense
+    kernel returns one row per bag and TorchRec's construct_jagged_tensors fails to split it.
+    TorchRec builds data_parallel tables on the dense kernel only, so on CPU a sequence table
+    goes fused and data_parallel becomes table_wise (rank = its index among the sequence tables
+    % world, deterministic on every rank); each change is noted for the log. On CUDA the dense
+    kernel has nobag kernels and the plan runs as given. Pure; `plan` itself is untouched.
+    """
+    if device_type == "cuda" or not plan.sequences:
+        return plan
+    notes, out, k = list(plan.notes), [], 0
+    for t in plan.tables:
+        if not t.sequence or (t.sharding_type != "data_parallel" and t.compute_kernel == "fused"):
+            out.append(t)
+            continue
+        if not fused_ok:
+            raise PlanError(f"sequence table {t.name}: on CPU it needs the fused kernel (fbgemm's CPU dense "
+                            "kernel cannot return unpooled rows), and that needs optimizer sgd, adagrad or "
+                            "rowwise_adagrad")
+        if t.dim % 4:
+            raise PlanError(f"sequence table {t.name}: on CPU it needs the fused kernel, which needs a dim "
+                            f"divisible by 4 (got {t.dim})")
+        was = f"{t.sharding_type}/{t.compute_kernel}"
+        ranks = t.ranks if t.sharding_type != "data_parallel" else [k % plan.world_size]
+        kind = "table_wise" if t.sharding_type == "data_parallel" else t.sharding_type
+        out.append(Table(**{**t.__dict__, "sharding_type": kind, "compute_kernel": "fused", "ranks": ranks}))
+        notes.append(f"sequence table {t.name}: {was} -> {kind}{ranks}/fused on CPU (fbgemm's CPU dense "
+                     "kernel pools every lookup)")
+        k += 1
+    return Plan(out, plan.world_size, plan.source, notes)
+
+
 def from_env(environ, table_rows: Sequence[int], dim: int, world_size: int, history_length: int = 0) -> Plan:
     text = environ.get("RECLAUNCH_SHARDING", "").strip()
     if text:
