@@ -49,4 +49,4 @@ def test_planted_faults_are_named(home, provider, helpers, capsys):
     # one cause each: the ranks waiting for the straggler are not "communication bound"
     assert "comm_bound" not in rules and "transport_fallback" not in rules
     print(f"diagnose e2e wall {time.monotonic() - t0:.1f}s: {sorted(rules)}")
-    provider.down("diag")
+    provider.down("diag", yes=True)

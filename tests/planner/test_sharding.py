@@ -132,11 +132,13 @@ def test_a_pin_this_cluster_cannot_build_falls_back_and_says_so():
 
 
 def test_fused_kernel_only_where_fbgemm_takes_the_width():
-    # DIN's preset dim 18 is not a multiple of 4: FBGEMM's fused TBE asserts at start-up
-    # (torchrec batched_embedding_kernel._assert_local_cols_divisible_by_4), so those tables
-    # get the dense kernel; DeepFM's dim 16 keeps fused on every sharded table
+    # A dim that is not a multiple of 4 (the DIN paper's 18): FBGEMM's fused TBE asserts at
+    # start-up (torchrec batched_embedding_kernel._assert_local_cols_divisible_by_4), so those
+    # tables get the dense kernel; DeepFM's dim 16 keeps fused on every sharded table
     root = Path(__file__).resolve().parents[2] / "examples"
-    din = make_plan(load_spec(root / "azure-din-nd96amsr.yaml"), bundled_catalog()).sharding
+    spec = load_spec(root / "azure-din-nd96amsr.yaml")
+    spec = spec.model_copy(update={"model": spec.model.model_copy(update={"embedding_dim": 18})})
+    din = make_plan(spec, bundled_catalog()).sharding
     assert din.tables and all(t.dim % 4 and t.compute_kernel == "dense" for t in din.tables)
     p4d = make_plan(load_spec(root / "aws-deepfm-p4d.yaml"), bundled_catalog()).sharding
     assert all(t.compute_kernel == ("dense" if t.sharding_type == "data_parallel" else "fused")

@@ -144,7 +144,7 @@ def test_manual_prerequisites_name_what_a_person_must_do():
                manual_prerequisites(dataclasses.replace(azure, spec=spec)))
     aws = make_plan("aws-p5")
     assert any("L-417A185B" in ln for ln in manual_prerequisites(aws))
-    from reclaunch.spec import Capacity
+    from reclaunch.spec.models import Capacity
     spec = aws.spec.model_copy(update={"capacity": Capacity(
         reservation="cr-0123456789abcdef0", kind="capacity-block")})
     block = manual_prerequisites(dataclasses.replace(aws, spec=spec, spot=False))
