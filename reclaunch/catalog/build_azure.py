@@ -29,7 +29,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts, write_instances
+from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts, write_instances, as_of_in_future, read_instances
 
 SNAPSHOT = DATA / "skypilot_v6_azure_098741e7.csv"
 SNAPSHOT_NAME = "skypilot-org/skypilot-catalog@098741e7 catalogs/v6/azure/vms.csv"
@@ -66,14 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DATA / "instances.csv")
     ap.add_argument("--write", action="store_true", help="write --out (default: print a summary only)")
     a = ap.parse_args(argv)
-    if a.as_of > dt.date.today():
-        print(f"--as-of {a.as_of} is in the future", file=sys.stderr)
+    if as_of_in_future(a.as_of):
         return 2
     facts = read_facts()
     with a.azure.open(newline="") as fh:
         generated, notes = generate(csv.DictReader(fh), facts, a.snapshot, a.as_of)
-    with a.out.open(newline="") as fh:
-        existing = list(csv.DictReader(fh))
+    existing = read_instances(a.out)
     merged = merge_regions(existing, generated)
     for n in notes:
         print("note:", n, file=sys.stderr)

@@ -110,6 +110,19 @@ def merge(existing: list[dict], generated: list[dict], cloud: str = "aws") -> li
     return sorted(kept + generated, key=lambda r: (r["cloud"], r["instance_type"], r["region"]))
 
 
+def read_instances(path: Path) -> list[dict]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def as_of_in_future(as_of: dt.date) -> bool:
+    """A snapshot cannot be dated after today (prints why)."""
+    if as_of > dt.date.today():
+        print(f"--as-of {as_of} is in the future", file=sys.stderr)
+        return True
+    return False
+
+
 def write_instances(out: Path, rows: list[dict]) -> None:
     """Write the bundled instances.csv (every generator ends here)."""
     from reclaunch.catalog import INSTANCE_COLUMNS
@@ -131,15 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DATA / "instances.csv")
     ap.add_argument("--write", action="store_true", help="write --out (default: print a summary only)")
     a = ap.parse_args(argv)
-    if a.as_of > dt.date.today():
-        print(f"--as-of {a.as_of} is in the future", file=sys.stderr)
+    if as_of_in_future(a.as_of):
         return 2
     facts = read_facts()
     with a.aws.open(newline="") as fh:
         cells = aggregate(csv.DictReader(fh), facts)
     generated, notes = build_rows(cells, facts, a.snapshot, a.as_of)
-    with a.out.open(newline="") as fh:
-        existing = list(csv.DictReader(fh))
+    existing = read_instances(a.out)
     merged = merge(existing, generated)
     for n in notes:
         print("note:", n, file=sys.stderr)

@@ -29,7 +29,7 @@ import csv
 import sys
 from pathlib import Path
 
-from reclaunch.catalog.build_catalog import DATA, merge, read_facts, write_instances
+from reclaunch.catalog.build_catalog import DATA, merge, read_facts, write_instances, as_of_in_future, read_instances
 
 SNAPSHOT = DATA / "skypilot_v8_gcp_006059e0.csv"
 SNAPSHOT_NAME = "skypilot-org/skypilot-catalog@006059e0 catalogs/v8/gcp/vms.csv"
@@ -97,8 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     facts = read_facts()
     with a.gcp.open(newline="") as fh:
         avail = availability(csv.DictReader(fh), facts)
-    with a.out.open(newline="") as fh:
-        existing = list(csv.DictReader(fh))
+    existing = read_instances(a.out)
     generated = build_rows(avail, facts, existing, a.snapshot)
     merged = merge(existing, generated, cloud="gcp")
     by_type: dict[str, list[str]] = {}

@@ -13,17 +13,9 @@ import pytest
 from reclaunch.errors import ProviderError, UsageError
 from reclaunch.providers.local import proc as lp
 
+from tests.local.waiting import wait_for  # noqa: E402
+
 QUICK = ["python", "-c", "import os; print('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])"]
-
-
-def wait_for(pred, timeout: float, what: str, poll: float = 0.3):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = pred()
-        if got:
-            return got
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 def assert_nothing_left(name: str, port: int | None) -> None:

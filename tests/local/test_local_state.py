@@ -19,15 +19,7 @@ from reclaunch.errors import UsageError
 from reclaunch.providers.local import ident
 from reclaunch.providers.local import proc as lp
 
-
-def wait_for(pred, timeout: float, what: str, poll: float = 0.2):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = pred()
-        if got:
-            return got
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+from tests.local.waiting import wait_for  # noqa: E402
 
 
 def _quiet():
