@@ -88,7 +88,7 @@ class Pool:
 
 @dataclass
 class NodePool:
-    """One node pool as the cluster will see it (contract 3 in CONTRACTS.md).
+    """One node pool as the cluster will see it (stacks.StackFacts.node_pools returns these).
 
     Built by the pure `stacks.<cloud>.node_pools(plan)`; the Pulumi program creates its pools
     from the same list, so the schedulability check and the cloud cannot disagree. `labels`

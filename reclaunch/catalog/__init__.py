@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+from reclaunch import host
+
 STALE_AFTER_DAYS = 90
 
 INSTANCE_COLUMNS = (
@@ -83,7 +85,7 @@ class Offer:
         return (self.cloud, self.instance_type, self.region)
 
     def age_days(self, today: _dt.date | None = None) -> int:
-        return ((today or _dt.date.today()) - self.price_as_of).days
+        return ((today or host.today()) - self.price_as_of).days
 
     def is_stale(self, today: _dt.date | None = None) -> bool:
         return self.age_days(today) > STALE_AFTER_DAYS

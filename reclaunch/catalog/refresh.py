@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from reclaunch.catalog import (Catalog, Offer, load_catalog, offers, read_overlay, user_overlay_dir,
                                write_rows)
+from reclaunch import host
 from reclaunch.errors import ReclaunchError, UsageError
 
 PRICE_FIELDS = ("on_demand_usd", "spot_usd", "spot_low_usd", "spot_high_usd")
@@ -200,7 +201,7 @@ def refresh(catalog: Catalog | None = None, clouds: Iterable[str] | str | None =
     catalog = catalog if catalog is not None else load_catalog()
     if isinstance(clouds, str):
         clouds = [clouds]
-    today = today or _dt.date.today()
+    today = today or host.today()
     report = RefreshReport(today=today, dry_run=dry_run)
     rows = select_rows(catalog, clouds or [c for c in fetchers.keys()], region, instance, fetchers)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-import os
 
+from reclaunch import host
 from reclaunch.errors import PlanError
 from reclaunch.planner import cost as costmod
 from reclaunch.planner.constants import constants
@@ -12,13 +12,6 @@ from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
 from reclaunch.planner.perf import Hardware, dense_seconds, step_time
 from reclaunch.planner.shard_plan import plan_sharding
-
-
-def _host_ram_bytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return int(constants()["local"]["fallback_ram_gib"] * GIB)
 
 
 def candidate_offers(spec, catalog):
@@ -56,7 +49,7 @@ def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str,
     if offer is None:  # cloud: local — CPU processes over gloo, clearly rough constants
         loc = c["local"]
         world = spec.nodes * spec.gpus_per_node
-        cap = _host_ram_bytes() // max(world, 1)
+        cap = host.ram_bytes() // max(world, 1)
         hw = Hardware(hbm_gbs=loc["memory_gbs_per_process"], peak_tflops=loc["cpu_gflops_per_process"] / 1e3,
                       utilisation=loc["dense_utilisation"], intra_gbs=loc["gloo_gbs"], inter_gbs=loc["gloo_gbs"],
                       device=loc["device"], stream_gbs=loc["stream_gbs_per_process"])
@@ -212,7 +205,7 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
 
 
 def _workers(spec, offer, gpn: int, warnings: list[str]) -> int:
-    vcpus = offer.vcpus if offer is not None else (os.cpu_count() or 2)
+    vcpus = offer.vcpus if offer is not None else host.cpu_count()
     per_proc = max(0, vcpus // max(gpn if offer is not None else spec.nodes * gpn, 1) - 1)
     default = min(constants()["checks"]["max_default_workers"], per_proc)
     want = spec.job.num_workers

@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from reclaunch import host
 from reclaunch.errors import MissingExtraError, ProviderError, UsageError
 from reclaunch.providers import JobStatus
 from reclaunch.providers.local import proc as lp
@@ -55,7 +56,7 @@ class LocalProvider:
         if not Path("/proc/self/environ").exists():
             raise ProviderError("cloud: local needs Linux (/proc) to track its processes")
         if plan is not None:   # each simulated GPU is a training process on these cores
-            procs, cores = plan.max_nodes * plan.gpus_per_node, os.cpu_count() or 1
+            procs, cores = plan.max_nodes * plan.gpus_per_node, host.cpu_count()
             if procs > PROCS_PER_CORE * cores:
                 raise UsageError(f"{plan.spec.where('nodes')}: nodes: cloud: local would run "
                                  f"{procs} training processes on {cores} CPU core(s); at most "
@@ -124,7 +125,7 @@ class LocalProvider:
         env.setdefault("RECLAUNCH_RESULT", str(root / "result.json"))
         env.setdefault("PYTHONUNBUFFERED", "1")
         if "OMP_NUM_THREADS" not in os.environ:  # N simulated nodes share these cores
-            env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // plan.world_size)))
+            env.setdefault("OMP_NUM_THREADS", str(max(1, host.cpu_count() // plan.world_size)))
         if Path("/sys/class/net/lo").exists() and "GLOO_SOCKET_IFNAME" not in os.environ:
             env.setdefault("GLOO_SOCKET_IFNAME", "lo")
         cwd = Path(opts.get("cwd") or _repo_root(opts.get("spec_path") or getattr(spec, "_source", None)))
