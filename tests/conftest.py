@@ -34,3 +34,16 @@ def _isolated_home(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def example_paths():
     return sorted(EXAMPLES.glob("*.yaml"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """RECLAUNCH_TEST_ORDER=reverse or shuffle:SEED runs the suite in another order, to find a
+    test that depends on an earlier one or on its leftovers (issue 20). Unset: file order."""
+    import os
+    import random
+
+    order = os.environ.get("RECLAUNCH_TEST_ORDER", "")
+    if order == "reverse":
+        items.reverse()
+    elif order.startswith("shuffle:"):
+        random.Random(order.partition(":")[2]).shuffle(items)
