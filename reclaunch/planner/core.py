@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from reclaunch import host
 from reclaunch.errors import PlanError
 from reclaunch.planner import cost as costmod
@@ -64,21 +62,13 @@ def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str,
 
 
 def _fabric(spec, offer, catalog, warnings):
-    try:
-        from reclaunch import fabric as fab
-    except ImportError:
-        fab = None
-    if fab is not None:
-        prof = fab.profile_for(offer.cloud, offer.instance_type, _inter_node(spec, offer), catalog)
-        if prof.warning:
-            warnings.append(prof.warning)
-        env = fab.nccl_env(prof, spec.nccl.env, debug=spec.nccl.debug)
-        return prof.name, env, float(prof.intra_node_busbw_gbs), float(prof.inter_node_busbw_gbs)
-    fb = constants()["fabric_fallback"]
-    want = _inter_node(spec, offer)
-    name = offer.fabric if want == "auto" else want
-    intra = fb["intra_node_busbw_gbs"].get(offer.nvlink or "pcie", fb["intra_node_busbw_gbs"]["pcie"])
-    return name, dict(spec.nccl.env), float(intra), float(fb["inter_node_busbw_gbs"][name])
+    from reclaunch import fabric as fab
+
+    prof = fab.profile_for(offer.cloud, offer.instance_type, _inter_node(spec, offer), catalog)
+    if prof.warning:
+        warnings.append(prof.warning)
+    env = fab.nccl_env(prof, spec.nccl.env, debug=spec.nccl.debug)
+    return prof.name, env, float(prof.intra_node_busbw_gbs), float(prof.inter_node_busbw_gbs)
 
 
 def _inter_node(spec, offer) -> str:
@@ -219,7 +209,3 @@ def over_budget(plan: Plan) -> bool:
     est = costmod.headline_usd(plan.cost, plan.spot)
     return cap is not None and est is not None and est > cap
 
-
-def gpus_for(spec, offer) -> int:
-    """Nodes needed on `offer`: at least the spec's GPU count, rounded up to whole nodes."""
-    return max(1, math.ceil(spec.nodes * spec.gpus_per_node / offer.gpu_count))

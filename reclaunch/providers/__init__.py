@@ -179,9 +179,3 @@ def preview_plan(plan: "Plan") -> list[dict[str, Any]]:
     spec = cloud_spec(plan.cloud)
     return preview(plan, program=stack_program(plan.cloud), extra=spec.pip_extra)
 
-
-def preview_file(path: str) -> list[dict[str, Any]]:
-    """What `reclaunch preview FILE` runs: load, plan, preview."""
-    from reclaunch.planner import make_plan
-    from reclaunch.spec import load_spec
-    return preview_plan(make_plan(load_spec(path)))

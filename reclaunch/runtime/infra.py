@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from reclaunch.errors import ProviderError, require
@@ -322,6 +321,3 @@ def progress(out: Any) -> OnEvent:
             out.print(f"  [red]{ev.get('message', '')}[/red]")
     return on_event
 
-
-def state_dir() -> Path:
-    return private_dir("state")
