@@ -228,23 +228,28 @@ def preview(file: str, as_json: bool) -> None:
     """What `pulumi up` would create, from the Pulumi program run under mocks (no credentials),
     and where every pod of the launch would be scheduled.
 
-    Exits 1 (after printing) when a pod fits no node pool: `up` would refuse it.
+    The stack's resources also go through the policy checks (stacks/policy.py: tags, no
+    world-open control plane or SSH, encrypted volumes, scoped IAM, pinned GPU pools).
+    Exits 1 (after printing) when a pod fits no node pool or a policy fails.
     """
     from reclaunch import planner
     from reclaunch.manifests.placement import for_plan
     from reclaunch.providers import preview_plan
-    from reclaunch.ui.preview import render_preview, render_schedule
+    from reclaunch.ui.preview import render_policy, render_preview, render_schedule
+    from stacks.policy import check as policy_check
 
     spec, catalog = _load(file)
     the_plan = planner.make_plan(spec, catalog)
     resources = preview_plan(the_plan)
     rows = for_plan(the_plan, catalog)
+    findings = policy_check(the_plan, resources)
     if as_json:
-        _emit_json({"resources": resources, "schedule": rows})
+        _emit_json({"resources": resources, "schedule": rows, "policy": findings})
     else:
         _console().print(render_preview(resources))
         _console().print(render_schedule(rows))
-    if any(not r["fits"] for r in rows):
+        _console().print(render_policy(findings))
+    if any(not r["fits"] for r in rows) or findings:
         sys.exit(1)
 
 
