@@ -11,8 +11,22 @@ import click
 from reclaunch.errors import ReclaunchError
 
 
+def quiet_sdk_warnings() -> None:
+    """Third-party deprecation notices are for the SDK's own developers, not for our users:
+    google.api_core alone prints five FutureWarnings per command once Google stops supporting
+    the running Python (a date it decides), burying the one line we print. RECLAUNCH_DEBUG=1
+    shows them again; warnings raised by our own modules always show."""
+    if os.environ.get("RECLAUNCH_DEBUG"):
+        return
+    import warnings
+
+    for category in (FutureWarning, DeprecationWarning, PendingDeprecationWarning):
+        warnings.filterwarnings("ignore", category=category, module=r"(?!reclaunch\b)")
+
+
 def run(cli: click.Group, argv: list[str] | None = None) -> None:
     """Run the click group; every outcome becomes one line on stderr and an exit code."""
+    quiet_sdk_warnings()
     try:  # which file stdout is, to tell a reader that went away (`| head -1`) later
         stdout_id = os.fstat(1)[1:3]
     except OSError:

@@ -90,3 +90,27 @@ def test_up_dry_run_prints_the_launch_and_creates_nothing(tmp_path, monkeypatch)
     job = docs[-1]
     assert "elasticPolicy" in job["spec"]          # the example is spot: elastic as planned
     assert not (tmp_path / "home" / "journal").exists()   # nothing recorded, nothing created
+
+
+def test_sdk_deprecation_notices_do_not_bury_our_one_line(monkeypatch):
+    """google.api_core warns per command once its support for the running Python ends (a
+    date it picks: with the clock a year ahead, `gc --cloud gcp` printed 5 warnings before
+    its one error line). Third-party notices are hidden; ours are not; RECLAUNCH_DEBUG shows all."""
+    import warnings
+
+    from reclaunch.cli.exits import quiet_sdk_warnings
+
+    def seen(module: str, debug: bool = False) -> bool:
+        if debug:
+            monkeypatch.setenv("RECLAUNCH_DEBUG", "1")
+        else:
+            monkeypatch.delenv("RECLAUNCH_DEBUG", raising=False)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            quiet_sdk_warnings()
+            warnings.warn_explicit("old python", FutureWarning, "x.py", 1, module=module)
+        return bool(got)
+
+    assert not seen("google.api_core._python_version_support")
+    assert seen("reclaunch.planner.core")
+    assert seen("google.api_core._python_version_support", debug=True)
