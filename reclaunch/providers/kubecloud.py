@@ -1,7 +1,7 @@
 """The Kubernetes-cloud provider shared by aws, azure and gcp.
 
-A cloud module (`providers/aws.py` ...) is data: how to tell whether credentials are there,
-which error texts mean "no capacity" or "over quota", whether another zone may help, and where
+A cloud package (`providers/aws/` ...) is data: how to tell whether credentials are there,
+which error texts mean "no capacity" or "over quota", and where
 its Pulumi program lives. Everything else (Pulumi stack, PyTorchJob, watch, teardown) is the
 same path through `reclaunch.runtime.lifecycle`.
 
@@ -16,7 +16,7 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from reclaunch.errors import ProviderError
@@ -52,8 +52,6 @@ class CloudSpec:
     # Extra error text after a failed `up` (AWS: the GPU groups' failed scaling activities),
     # so classify() sees capacity errors the engine's own message does not carry.
     diagnose: Callable[["Plan"], str] = lambda plan: ""
-    zone_fallback: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def classify(errors: list[tuple[str, str]], text: str) -> str | None:
@@ -63,11 +61,12 @@ def classify(errors: list[tuple[str, str]], text: str) -> str | None:
     return None
 
 
-def fallback(plan: "Plan", kind: str, *, zone_fallback: bool = True) -> tuple[str, "Plan"] | None:
-    """The next thing to try after `kind`, or None for a clear stop."""
+def fallback(plan: "Plan", kind: str) -> tuple[str, "Plan"] | None:
+    """The next thing to try after `kind`, or None for a clear stop. Every cloud sells GPUs
+    zone by zone, so another zone of the spec's list is always worth one try."""
     from reclaunch.runtime.lifecycle import variant
     planned = plan.zones_as_planned or list(plan.zones)
-    if kind in (CAPACITY, SPOT_CAPACITY) and zone_fallback and len(plan.zones) > 1:
+    if kind in (CAPACITY, SPOT_CAPACITY) and len(plan.zones) > 1:
         zones = plan.zones[1:]
         return f"zone(s) {', '.join(zones)}", variant(plan, {"zones": zones, "spot": plan.spot})
     if kind in (CAPACITY, SPOT_CAPACITY, SPOT_QUOTA) and plan.spot \
@@ -102,7 +101,7 @@ class KubeCloudProvider:
         from reclaunch.runtime.lifecycle import Env
         kw: dict[str, Any] = dict(
             classify=lambda text: classify(self.cloud.errors, text),
-            fallback=lambda plan, kind: fallback(plan, kind, zone_fallback=self.cloud.zone_fallback),
+            fallback=fallback,
             stop_hint=lambda kind: self.cloud.quota_fix if kind in (QUOTA, SPOT_QUOTA)
             else self.cloud.capacity_fix,
             verify=self.verify, prerequisites=_prerequisites)
