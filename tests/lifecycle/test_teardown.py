@@ -171,13 +171,13 @@ def test_watcher_pid_file(tmp_path):
     import subprocess
     import sys
 
-    from reclaunch.providers import kubecloud
-    assert kubecloud.watcher_pid("c1") is None
-    kubecloud.pid_file("c1").write_text("999999999")    # stale
-    assert kubecloud.watcher_pid("c1") is None and not kubecloud.pid_file("c1").exists()
+    from reclaunch.providers import watcher
+    assert watcher.watcher_pid("c1") is None
+    watcher.pid_file("c1").write_text("999999999")    # stale
+    assert watcher.watcher_pid("c1") is None and not watcher.pid_file("c1").exists()
     # The detached entry point on an unknown cluster: a clear error, and the pid file is gone.
-    r = subprocess.run([sys.executable, "-m", "reclaunch.providers.kubecloud", "watch", "c1"],
+    r = subprocess.run([sys.executable, "-m", "reclaunch.providers.watcher", "watch", "c1"],
                        capture_output=True, text=True, env=os.environ.copy(), timeout=60)
     assert r.returncode == 2 and "no cluster named 'c1'" in r.stderr
-    assert not kubecloud.pid_file("c1").exists()
+    assert not watcher.pid_file("c1").exists()
     _ = dataclasses  # keep the import for with_spec users
