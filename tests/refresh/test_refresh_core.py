@@ -10,9 +10,8 @@ import pytest
 from reclaunch import host
 from reclaunch.catalog import bundled_catalog, load_catalog
 from reclaunch.providers import price_fetchers
-from reclaunch.ui.refresh import render_report
-from reclaunch.catalog.refresh import (Fetch, Quote, refresh,
-                                       render_text)
+from reclaunch.ui.refresh import render_report, render_text
+from reclaunch.catalog.refresh import Fetch, Quote, refresh
 from reclaunch.errors import ProviderError, UsageError
 from reclaunch.providers.azure import pricing as az
 from reclaunch.providers.gcp import pricing as gcp
