@@ -181,3 +181,17 @@ def test_watcher_pid_file(tmp_path):
     assert r.returncode == 2 and "no cluster named 'c1'" in r.stderr
     assert not watcher.pid_file("c1").exists()
     _ = dataclasses  # keep the import for with_spec users
+
+
+def test_job_states_are_one_enum():
+    """TorchX-style state enum: every state has its meaning, strings from outside are parsed,
+    unknown text is Unknown (never a new state), and JSON still carries the plain name."""
+    import json
+
+    from reclaunch.runtime.states import JOB_STATES, JobStatus, State
+
+    assert set(JOB_STATES) == set(State)
+    st = JobStatus(name="c", cloud="aws", state="Running")
+    assert st.state is State.RUNNING and st.state == "Running"
+    assert JobStatus(name="c", cloud="aws", state="Exploded").state is State.UNKNOWN
+    assert json.dumps({"state": st.state}) == '{"state": "Running"}'
