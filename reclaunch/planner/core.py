@@ -6,7 +6,7 @@ import math
 import os
 
 from reclaunch.errors import PlanError
-from reclaunch.planner import cost as costmod
+from reclaunch.planner import cost as costmod, sizing
 from reclaunch.planner.constants import constants
 from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
@@ -31,7 +31,8 @@ def candidate_offers(spec, catalog):
         got = normalize_gpu(spec.gpu, sorted(catalog.gpus))
         gpu = got if isinstance(got, str) else spec.gpu
     rows = offers(catalog, cloud=spec.cloud, gpu=gpu, instance_type=spec.instance_type)
-    rows = [o for o in rows if o.gpu_count == spec.gpus_per_node]
+    if not sizing.any_size(spec):   # no gpus_per_node in the spec: every size is a candidate
+        rows = [o for o in rows if o.gpu_count == spec.gpus_per_node]
     if not rows:
         what = spec.instance_type or f"{spec.gpus_per_node} x {gpu or 'GPU'}"
         raise PlanError(f"no {spec.cloud} offer in the catalog for {what}",
@@ -104,7 +105,11 @@ def make_plan(spec, catalog=None, offer=None, nodes: int | None = None) -> Plan:
         if len(rows) == 1 or spec.instance_type:
             offer = rows[0]
         else:
-            return _cheapest([make_plan(spec, cat, o, nodes) for o in rows], spec.spot.enabled)
+            plans = [sizing.sized(spec, cat, make_plan(spec, cat, o, nodes), nodes, make_plan) for o in rows]
+            best = _cheapest(plans, spec.spot.enabled)
+            best.pick_reason = sizing.why(best, plans, spec.spot.enabled)
+            return best
+        return sizing.sized(spec, cat, _build(spec, cat, offer, nodes or spec.nodes), nodes, make_plan)
     return _build(spec, cat, offer, nodes or spec.nodes)
 
 
