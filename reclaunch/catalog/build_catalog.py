@@ -109,7 +109,9 @@ def build_rows(cells, facts, snapshot: str, as_of: dt.date, cloud: str = "aws") 
 
 
 def _fmt(v: float | None, digits: int) -> str:
-    return "" if v is None else f"{round(v, digits):g}"
+    # Fixed decimals, trailing zeros dropped: ":g" would keep only 6 significant digits and
+    # turn p6-b200's 113.9328 into 113.933.
+    return "" if v is None else (f"{round(v, digits):.{digits}f}".rstrip("0").rstrip(".") or "0")
 
 
 def merge(existing: list[dict], generated: list[dict], cloud: str = "aws") -> list[dict]:

@@ -134,7 +134,9 @@ def price_rows(rows: list[dict], prices, facts, cloud: str = "gcp",
 
 
 def _fmt(v: float | None) -> str:
-    return "" if v is None else f"{round(v, 4):g}"
+    from reclaunch.catalog.build_catalog import _fmt as fixed
+
+    return fixed(v, 4)
 
 
 def is_availability_only(row_source: str) -> bool:
