@@ -137,9 +137,17 @@ def _gcp_availability_only() -> set[tuple[str, str, str]]:
             if build_gcp.is_availability_only(r["source"])}
 
 
+def test_unpriced_rows_say_so_without_the_extracts():
+    # Runs in a clone without ../shared: every unpriced row says how it is sold instead, or that
+    # it is an availability-only listing (never a silent blank).
+    for o in bundled_catalog().offers:
+        if not o.priced and o.key not in KNOWN_UNPRICED:
+            assert o.purchase != "on-demand" or build_gcp.is_availability_only(o.source), o.key
+
+
 def test_unpriced_rows_are_marked_not_sold_on_demand():
-    # An availability-only GCP row is allowed only where the committed snapshot extract lists the
-    # type in that region and its source says so: a stray unpriced row still fails.
+    # An availability-only GCP row is allowed only where the snapshot extract lists the type in
+    # that region and no dated price covers it: a stray unpriced row still fails.
     allowed = KNOWN_UNPRICED | _gcp_availability_only()
     for o in bundled_catalog().offers:
         if not o.priced and o.key not in KNOWN_UNPRICED and o.cloud == "gcp":
