@@ -6,7 +6,7 @@ import math
 import os
 
 from reclaunch.errors import PlanError
-from reclaunch.planner import cost as costmod, sizing
+from reclaunch.planner import cost as costmod
 from reclaunch.planner.constants import constants
 from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
@@ -31,8 +31,7 @@ def candidate_offers(spec, catalog):
         got = normalize_gpu(spec.gpu, sorted(catalog.gpus))
         gpu = got if isinstance(got, str) else spec.gpu
     rows = offers(catalog, cloud=spec.cloud, gpu=gpu, instance_type=spec.instance_type)
-    if not sizing.any_size(spec):   # no gpus_per_node in the spec: every size is a candidate
-        rows = [o for o in rows if o.gpu_count == spec.gpus_per_node]
+    rows = [o for o in rows if o.gpu_count == spec.gpus_per_node]
     if not rows:
         what = spec.instance_type or f"{spec.gpus_per_node} x {gpu or 'GPU'}"
         raise PlanError(f"no {spec.cloud} offer in the catalog for {what}",
@@ -101,7 +100,9 @@ def make_plan(spec, catalog=None, offer=None, nodes: int | None = None) -> Plan:
 
     cat = catalog if catalog is not None else load_catalog()
     if not spec.runs_here and offer is None:
-        rows = candidate_offers(spec, cat)
+        from reclaunch.planner import sizing   # across 1-, 2-, 4- and 8-GPU sizes
+
+        rows = sizing.candidates(spec, cat, candidate_offers)
         if len(rows) == 1 or spec.instance_type:
             offer = rows[0]
         else:

@@ -12,12 +12,31 @@ from __future__ import annotations
 
 import math
 
+from reclaunch.errors import ReclaunchError
 from reclaunch.planner.cost import headline_usd
 
 
 def any_size(spec) -> bool:
     """The spec leaves the GPU count per node open (no instance_type, no gpus_per_node)."""
     return not spec.instance_type and "gpus_per_node" not in spec.model_fields_set
+
+
+def candidates(spec, catalog, candidate_offers) -> list:
+    """The offers the planner picks from: the spec's GPU count, or every count when the spec
+    leaves it open (candidate_offers filters one count; its error for the spec's own count is
+    raised when no size matches at all)."""
+    if not any_size(spec):
+        return candidate_offers(spec, catalog)
+    counts = sorted({o.gpu_count for o in catalog.offers if o.cloud == spec.cloud})
+    rows, first = [], None
+    for n in [spec.gpus_per_node] + [c for c in counts if c != spec.gpus_per_node]:
+        try:
+            rows += candidate_offers(spec.model_copy(update={"gpus_per_node": n}), catalog)
+        except ReclaunchError as exc:
+            first = first or exc
+    if not rows:
+        raise first
+    return rows
 
 
 def fewest_nodes(plan) -> int:
