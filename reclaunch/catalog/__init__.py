@@ -25,8 +25,9 @@ INSTANCE_COLUMNS = (
     "price_as_of", "source", "zones", "purchase", "purchase_usd",
 )
 # How a row's instance can be bought when it has no on-demand price (AWS P5e: Capacity Blocks
-# only). purchase_usd is the per-instance-hour price that way where the vendor publishes one.
-PURCHASE_KINDS = ("on-demand", "capacity-block", "reservation")
+# only; GCP a3-highgpu-1g/2g/4g: Spot or Flex-start VMs only). purchase_usd is the
+# per-instance-hour price that way where the vendor publishes one.
+PURCHASE_KINDS = ("on-demand", "capacity-block", "reservation", "flex-start")
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,11 @@ def _merge(old: Offer, q: Quote, today: _dt.date) -> tuple[Offer, str]:
         vals[f] = None if new is None else round(float(new), 6)
     source = f"{q.source} {today.isoformat()}".strip()
     notes = [q.note] if q.note else []
+    if old.purchase != "on-demand" and old.on_demand_usd is None and vals["on_demand_usd"] is not None:
+        # Not sold on demand (GCP a3-highgpu-1g: Spot or Flex-start only): a billing API's
+        # on-demand SKU sum is a price nobody can pay, so it must not price the row.
+        vals["on_demand_usd"] = None
+        notes.append(f"sold as {old.purchase} only: the fetched on-demand price is not used")
     if kept:
         notes.append(f"not returned, kept from {old.price_as_of.isoformat()}: "
                      + ", ".join(kept))

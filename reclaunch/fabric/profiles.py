@@ -371,3 +371,4 @@ PROFILES: tuple[FabricProfile, ...] = (
         threshold_basis="no threshold: CPU gloo on a local cluster",
         notes="local kind cluster, CPU torch with gloo; bandwidth figures are placeholders."),
 )
+

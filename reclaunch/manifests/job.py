@@ -79,12 +79,24 @@ def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
     if offer is not None:
         cpu = max(1, offer.vcpus - max(2, math.ceil(offer.vcpus * 0.06)))
         mem_gib = max(1, int(offer.ram_gib - max(8.0, offer.ram_gib * 0.08)))
+        mem_gib = min(mem_gib, _allocatable_gib(offer, requests))   # small nodes (a2-highgpu-1g)
         requests.update({"cpu": str(cpu), "memory": f"{mem_gib}Gi"})
         limits["memory"] = f"{mem_gib}Gi"   # no CPU limit: throttling hurts the dataloader
     elif any(k.startswith("hugepages-") for k in requests):
         # The API server refuses hugepages without a cpu or memory request.
         requests["memory"] = limits["memory"] = "8Gi"
     return {"requests": requests, "limits": limits}
+
+
+def _allocatable_gib(offer, requests: dict[str, Any]) -> int:
+    """Whole GiB the node's managed k8s leaves to pods (manifests.allocatable): on a small node
+    (79 GiB a2-highgpu-1g) the flat 8% would ask for more memory than the node advertises."""
+    from reclaunch.manifests.allocatable import allocatable
+    from reclaunch.manifests.apiserver import quantity
+
+    huge = {k: int(quantity(v)) for k, v in requests.items() if k.startswith("hugepages-")}
+    mem = allocatable(offer.cloud, offer.vcpus, offer.ram_gib, huge).resources()["memory"]
+    return max(1, int(mem / 2**30))
 
 
 def multi_node(plan: "Plan") -> bool:

@@ -83,11 +83,17 @@ def make_plan(spec, catalog=None, offer=None, nodes: int | None = None) -> Plan:
 
     cat = catalog if catalog is not None else load_catalog()
     if not spec.runs_here and offer is None:
-        rows = candidate_offers(spec, cat)
+        from reclaunch.planner import sizing   # across 1-, 2-, 4- and 8-GPU sizes
+
+        rows = sizing.candidates(spec, cat, candidate_offers)
         if len(rows) == 1 or spec.instance_type:
             offer = rows[0]
         else:
-            return _cheapest([make_plan(spec, cat, o, nodes) for o in rows], spec.spot.enabled)
+            plans = [sizing.sized(spec, cat, make_plan(spec, cat, o, nodes), nodes, make_plan) for o in rows]
+            best = _cheapest(plans, spec.spot.enabled)
+            best.pick_reason = sizing.why(best, plans, spec.spot.enabled)
+            return best
+        return sizing.sized(spec, cat, _build(spec, cat, offer, nodes or spec.nodes), nodes, make_plan)
     return _build(spec, cat, offer, nodes or spec.nodes)
 
 

@@ -149,6 +149,7 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     constants: dict[str, Any] = field(default_factory=dict)   # what the numbers came from
     picked_from: list[str] = field(default_factory=list)      # instance types the pick compared
+    pick_reason: str | None = None      # why the pick won: price, scaling, memory (planner.sizing)
     zones_as_planned: list[str] = field(default_factory=list)  # before any capacity fallback
     sharding: Sharding | None = None
 
@@ -188,6 +189,7 @@ class Plan:
             "warnings": list(self.warnings),
             "constants": dict(self.constants),
             "picked_from": list(self.picked_from),
+            **({"pick_reason": self.pick_reason} if self.pick_reason else {}),
             "zones_as_planned": list(self.zones_as_planned or self.zones),
             "sharding": _sharding_json(self.sharding, per_rank),
         }

@@ -19,7 +19,8 @@ def _short_source(src: str, width: int = 36) -> str:
 def _on_demand(o: Offer) -> str:
     # "-" would read as "unknown"; a Capacity-Block-only instance is sold, just not on demand.
     if o.on_demand_usd is None and o.purchase != "on-demand":
-        label = {"capacity-block": "CB only", "reservation": "reserved only"}.get(o.purchase, o.purchase)
+        label = {"capacity-block": "CB only", "reservation": "reserved only",
+                 "flex-start": "spot/flex-start only"}.get(o.purchase, o.purchase)
         return label + (f" {o.purchase_usd:,.2f}" if o.purchase_usd is not None else "")
     return _usd(o.on_demand_usd)
 

@@ -39,6 +39,8 @@ def plan_renderables(plan) -> list:
     head.add_column(style="bold")
     head.add_column()
     head.add_row("cluster", where)
+    if plan.pick_reason:
+        head.add_row("picked", plan.pick_reason)
     head.add_row("fabric", plan.fabric)
     head.add_row("parallelism", f"{m.parallelism} (needs {m.gpus_needed or 'no'} GPU(s); "
                  f"embeddings {m.total_embedding_bytes / GIB:.2f} GiB in all)")

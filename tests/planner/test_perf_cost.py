@@ -86,8 +86,8 @@ def test_unpriced_row_is_not_called_a_stale_price():
     listing, not a price: the plan says "no price", never "prices are N days old"."""
     cat = bundled_catalog()
     p = make_plan(make_spec(cloud="gcp", region="europe-west4", zones=["europe-west4-b"],
-                            instance_type="a3-megagpu-8g", gpus_per_node=8,
-                            interconnect={"inter_node": "tcpxo"}, storage={"kind": "filestore", "size": "1TiB"}), cat)
+                            instance_type="a4-highgpu-8g", gpus_per_node=8,   # B200: no dated price
+                            interconnect={"inter_node": "rdma"}, storage={"kind": "filestore", "size": "1TiB"}), cat)
     assert p.cost.on_demand_total_usd is None and not p.cost.stale and p.cost.price_as_of is None
     assert any("no on-demand price" in w for w in p.warnings)
     assert not any("days old" in w for w in p.warnings)
