@@ -203,7 +203,7 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
         throughput_samples_per_second=thr, duration_hours=hours, cost=cost,
         spot=spec.spot.enabled, dataloader_workers=workers, warnings=warnings, constants=consts,
         sharding=shard, throughput_model_samples_per_second=evi.throughput_model,
-        throughput_basis=evi.basis, startup=evi.startup)
+        throughput_basis=evi.basis, startup=evi.startup, context=context)
 
 
 def _workers(spec, offer, gpn: int, warnings: list[str]) -> int:

@@ -157,6 +157,7 @@ class Plan:
     throughput_basis: dict[str, Any] = field(default_factory=lambda: {"kind": "model", "source": None,
                                                                        "measured_at": None})
     startup: Any = None
+    context: Any = field(default=None, repr=False)   # the PlanContext it was made with (not JSON)
 
     @property
     def name(self) -> str:

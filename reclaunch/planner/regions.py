@@ -40,7 +40,7 @@ def region_costs(spec, plan, catalog) -> list[dict]:
             c = costmod.job_cost(spec, o, plan.nodes, plan.duration_hours, [])
             hours = plan.duration_hours
         else:
-            other = make_plan(spec, catalog, offer=o, nodes=plan.nodes)
+            other = make_plan(spec, catalog, offer=o, nodes=plan.nodes, context=plan.context)
             if not other.memory.fits:
                 continue
             c, hours = other.cost, other.duration_hours

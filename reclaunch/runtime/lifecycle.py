@@ -233,7 +233,7 @@ def variant(plan: "Plan", v: dict[str, Any]) -> "Plan":
     spec = plan.spec.model_copy(update={
         "zones": zones, "spot": plan.spec.spot.model_copy(update={"enabled": spot})})
     spec._source, spec._lines = plan.spec._source, plan.spec._lines
-    new = make_plan(spec, offer=plan.offer, nodes=plan.nodes) if plan.offer is not None else \
+    new = make_plan(spec, offer=plan.offer, nodes=plan.nodes, context=plan.context) if plan.offer is not None else \
         dataclasses.replace(plan, spec=spec)
     return dataclasses.replace(new, zones=zones, spot=spot,
                                zones_as_planned=plan.zones_as_planned or list(plan.zones))
