@@ -55,14 +55,21 @@ def reference_spec(doc: dict[str, Any]):
 
 
 def fit(cal: HostCalibration, modelled: Callable[[Any], float]) -> Fit:
-    """Least squares of measured = a + b x modelled over the points (a >= 0, b > 0); with one
-    point, or when the line would need a negative a or b, a pure ratio (a = 0)."""
+    """measured = a + b x modelled over the points (a >= 0, b > 0): the least-squares line when
+    it is feasible, else whichever of (a, b = 1) and (a = 0, b) fits the points better (a
+    loaded machine's points may not show the step growing with the batch); one point: a ratio."""
     xs = [modelled(reference_spec(p.spec_doc)) for p in cal.points]
     ys = [p.step_s for p in cal.points]
     n = len(xs)
     if n == 0:
         raise ValueError("a host calibration needs at least one point")
-    a, b, how = 0.0, sum(ys) / max(sum(xs), 1e-12), "ratio"
+    # Candidates, best first when feasible: the line; the model's own scale plus the host's
+    # fixed cost (b = 1: what a loaded machine's noisy points still show, when the step does
+    # not visibly grow with the batch); a pure ratio (a = 0).
+    cands = [(0.0, sum(ys) / max(sum(xs), 1e-12), "ratio")]
+    offset = sum(y - x for x, y in zip(xs, ys)) / n
+    if offset >= 0 and n >= 2:       # one point fits anything: keep it a plain ratio
+        cands.append((offset, 1.0, "offset"))
     if n >= 2:
         mx, my = sum(xs) / n, sum(ys) / n
         sxx = sum((x - mx) ** 2 for x in xs)
@@ -70,7 +77,11 @@ def fit(cal: HostCalibration, modelled: Callable[[Any], float]) -> Fit:
             slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
             icpt = my - slope * mx
             if slope > 0 and icpt >= 0:
-                a, b, how = icpt, slope, "line"
+                cands.append((icpt, slope, "line"))
+
+    def err(c):
+        return sum((y / (c[0] + c[1] * x) - 1.0) ** 2 for x, y in zip(xs, ys))
+    a, b, how = min(reversed(cands), key=err)   # ties: the line, then the offset
     res = tuple(y / (a + b * x) - 1.0 for x, y in zip(xs, ys))
     return Fit(a=a, b=b, residuals=res, how=how)
 

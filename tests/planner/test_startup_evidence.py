@@ -3,6 +3,8 @@ the model. Pure: records and calibrations are injected (PlanContext), never this
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from planner_helpers import make_spec
@@ -201,3 +203,20 @@ def test_without_a_calibration_the_local_plan_says_how_to_get_one():
     assert any("host changed" in w and "reclaunch calibrate" in w for w in p.warnings)
     b = p.throughput_basis
     assert b["kind"] == "model" and "host changed" in b["source"] and b["measured_at"] is None
+
+
+def test_noisy_points_fall_back_to_the_better_of_offset_and_ratio():
+    """A loaded machine measured the small batch slower than the large one: no line with
+    a >= 0 and b > 0 exists; the fixed cost (b = 1) explains the points better than a ratio."""
+    cat = bundled_catalog()
+    cal = calibration(0.0, 1.0)
+    xs = [make_plan(reference_spec(p.spec_doc), cat).step.total_seconds for p in cal.points]
+    noisy = dataclasses.replace(cal, points=(
+        dataclasses.replace(cal.points[0], step_s=xs[1] + 0.050),     # slower than the big batch
+        dataclasses.replace(cal.points[1], step_s=xs[1] + 0.040)))
+    f = fit(noisy, lambda s: make_plan(s, cat).step.total_seconds)
+    assert f.how == "offset" and f.b == 1.0
+    assert f.a == pytest.approx((xs[1] - xs[0] + 0.050 + 0.040) / 2)
+    ratio = sum(p.step_s for p in noisy.points) / sum(xs)
+    worse = max(abs(p.step_s / (ratio * x) - 1) for p, x in zip(noisy.points, xs))
+    assert max(abs(r) for r in f.residuals) < worse
