@@ -42,7 +42,7 @@ def calibrate(ctx: click.Context, if_needed: bool, trainer: str | None, as_json:
     if as_json:
         _emit_json(cal.to_doc(result))
         return
-    from reclaunch.planner.host import describe, fit
+    from reclaunch.planner.calibration import describe, fit
     from reclaunch.planner import make_plan
 
     f = fit(result, lambda ref: make_plan(ref).step.total_seconds)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from reclaunch.planner import host as hostmod
+from reclaunch.planner import calibration as hostmod
 from reclaunch.planner import measured as meas
 from reclaunch.planner.startup import Startup, timeline
 

@@ -152,7 +152,7 @@ class PlanContext:
     """What the planner is told about the world outside the spec (the CLI loads it).
 
     measurements: records of earlier runs; host: this machine's calibration (HostCalibration,
-    planner.host) when valid for it, and host_note saying why not when absent; host_id: this
+    planner.calibration) when valid for it, and host_note saying why not when absent; host_id: this
     machine's identity (keys cloud: local records); preflight: `up --preflight` will run."""
 
     measurements: tuple[Measurement, ...] = ()

@@ -4,7 +4,7 @@ Runs the reference trainer (examples/trainer/train.py: the same TorchRec kernels
 process layout as a `cloud: local` job, launched by torchrun with the job env `up` gives it)
 for a few dozen steps at REFERENCE_BATCHES, and caches the measured step times with the host's
 identity (CPU model, cores, RAM, torch version) in $RECLAUNCH_HOME/calibration/host.json.
-`plan` of a local spec fits its two host constants to them (reclaunch.planner.host); a cache
+`plan` of a local spec fits its two host constants to them (planner/calibration.py); a cache
 made on another host (or another torch) is ignored and the plan says so.
 """
 
@@ -22,8 +22,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from reclaunch import host   # RAM and cores as the planner reads them (pinnable there)
 from reclaunch.errors import ProviderError, ReclaunchError
-from reclaunch.planner.host import HostCalibration, Point
+from reclaunch.planner.calibration import HostCalibration, Point
 
 VERSION = 1
 # The reference job: the shape of `cloud: local`'s main job (examples/local-deepfm.yaml:
@@ -65,14 +66,10 @@ def identity() -> dict[str, Any]:
     except OSError:
         pass
     try:
-        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        ram = 0
-    try:
         torch_v = metadata.version("torch")
     except metadata.PackageNotFoundError:
         torch_v = None
-    return {"cpu_model": cpu, "cores": os.cpu_count() or 1, "ram_gib": round(ram / (1 << 30)),
+    return {"cpu_model": cpu, "cores": host.cpu_count(), "ram_gib": round(host.ram_bytes() / (1 << 30)),
             "torch": torch_v, "machine": platform.machine(), "system": platform.system()}
 
 
@@ -167,14 +164,14 @@ def run_reference(doc: dict[str, Any], trainer: Path, *, timeout: float = RUN_TI
     samples_per_s, first_step_s}."""
     from reclaunch.manifests.env import job_env
     from reclaunch.planner import make_plan
-    from reclaunch.planner.host import reference_spec
+    from reclaunch.planner.calibration import reference_spec
     from reclaunch.runtime.metrics import measure
 
     plan = make_plan(reference_spec(doc))
     with tempfile.TemporaryDirectory(prefix="reclaunch-calibrate-") as tmp:
         env = {**os.environ, **job_env(plan, local_root=tmp)}
         env.pop("CHECKPOINT_DIR", None)       # no checkpoints: they are not the step
-        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // plan.world_size)))
+        env.setdefault("OMP_NUM_THREADS", str(max(1, host.cpu_count() // plan.world_size)))
         if Path("/sys/class/net/lo").exists():
             env.setdefault("GLOO_SOCKET_IFNAME", "lo")
         env["PYTHONUNBUFFERED"] = "1"

@@ -12,7 +12,7 @@ from reclaunch.catalog import bundled_catalog
 from reclaunch.planner import make_plan
 from reclaunch.planner import measured as meas
 from reclaunch.planner import startup as stmod
-from reclaunch.planner.host import HostCalibration, Point, fit, reference_spec
+from reclaunch.planner.calibration import HostCalibration, Point, fit, reference_spec
 
 
 def local_doc(batch=256, **over):
