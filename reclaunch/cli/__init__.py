@@ -133,7 +133,10 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     if regions and not compare:
         raise UsageError("--region/--regions go with --compare")
     _known_regions(regions, catalog)
-    the_plan = planner.make_plan(spec, catalog)
+    from reclaunch.runtime.measurements import plan_context
+
+    # measured runs of this job shape and (cloud: local) this host's calibration, passed in
+    the_plan = planner.make_plan(spec, catalog, context=plan_context(spec))
     alt = _cheaper_region(spec, the_plan, catalog)
     rows = (planner.compare(spec, catalog, same_cloud=same_cloud, regions=regions or None)
             if compare else None)
@@ -256,6 +259,7 @@ def preview(file: str, as_json: bool) -> None:
 # The verbs that act on a cluster (up, status, logs, diagnose, down, preempt, gc) register
 # themselves on the same group.
 from reclaunch.cli import cluster  # noqa: E402,F401
+from reclaunch.cli import calibrate as _calibrate  # noqa: E402,F401
 
 # ------------------------------------------------------------------ entry point
 

@@ -6,6 +6,7 @@ from reclaunch import host
 from reclaunch.errors import PlanError
 from reclaunch.planner import cost as costmod
 from reclaunch.planner.constants import constants
+from reclaunch.planner.evidence import gather
 from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
 from reclaunch.planner.perf import Hardware, dense_seconds, step_time
@@ -77,11 +78,16 @@ def _inter_node(spec, offer) -> str:
     return want if want in ("auto", "ethernet", offer.fabric) else "auto"
 
 
-def make_plan(spec, catalog=None, offer=None, nodes: int | None = None) -> Plan:
-    """The plan for `spec` (optionally on a given catalog `offer` and node count)."""
+def make_plan(spec, catalog=None, offer=None, nodes: int | None = None, *, context=None) -> Plan:
+    """The plan for `spec` (optionally on a given catalog `offer` and node count). `context`
+    (planner.measured.PlanContext): measured runs, this host's calibration, preflight."""
     from reclaunch.catalog import load_catalog
 
     cat = catalog if catalog is not None else load_catalog()
+
+    def again(spec, catalog, offer=None, nodes=None):   # a re-size keeps the evidence
+        return make_plan(spec, catalog, offer, nodes, context=context)
+
     if not spec.runs_here and offer is None:
         from reclaunch.planner import sizing   # across 1-, 2-, 4- and 8-GPU sizes
 
@@ -89,12 +95,13 @@ def make_plan(spec, catalog=None, offer=None, nodes: int | None = None) -> Plan:
         if len(rows) == 1 or spec.instance_type:
             offer = rows[0]
         else:
-            plans = [sizing.sized(spec, cat, make_plan(spec, cat, o, nodes), nodes, make_plan) for o in rows]
+            plans = [sizing.sized(spec, cat, make_plan(spec, cat, o, nodes, context=context), nodes, again)
+                     for o in rows]
             best = _cheapest(plans, spec.spot.enabled)
             best.pick_reason = sizing.why(best, plans, spec.spot.enabled)
             return best
-        return sizing.sized(spec, cat, _build(spec, cat, offer, nodes or spec.nodes), nodes, make_plan)
-    return _build(spec, cat, offer, nodes or spec.nodes)
+        return sizing.sized(spec, cat, _build(spec, cat, offer, nodes or spec.nodes, context), nodes, again)
+    return _build(spec, cat, offer, nodes or spec.nodes, context)
 
 
 def _cheapest(plans: list[Plan], spot: bool) -> Plan:
@@ -124,7 +131,7 @@ def rate_sharding(spec, assignment, catalog, offer, nodes: int):
     return rate(spec, hw, fixed, cap, nodes, gpn, dense_s, dense_bwd, dense_ar, assignment)
 
 
-def _build(spec, cat, offer, nodes: int) -> Plan:
+def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     c = constants()
     warnings: list[str] = []
     gpn, hw, fabric, env, cap, gpu_gib, fixed, dense_s, dense_bwd, dense_ar = _inputs(
@@ -141,9 +148,18 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
         warnings.append(f"does not fit: {mem.total_bytes_per_gpu / GIB:.1f} GiB per GPU of "
                         f"{mem.capacity_bytes_per_gpu / GIB:.1f} GiB ({short:.1f} GiB short); {need}")
     step, comm, thr = step_time(spec, hw, ev, dense_s, dense_ar, nodes, gpn)
+    cloud = offer.cloud if offer is not None else spec.cloud
+    # This host's calibration, the measured runs of this shape, the startup (planner/evidence.py).
+    evi = gather(spec, cloud=cloud, instance=offer.instance_type if offer else None,
+                 gpus_per_node=gpn, nodes=nodes, sharding=shard, step=step, throughput=thr,
+                 context=context, modelled=lambda ref: make_plan(ref, cat).step.total_seconds)
+    step, thr = evi.step, evi.throughput
+    warnings.extend(evi.notes)
     samples = spec.job.dataset.samples * spec.job.dataset.epochs
-    hours = samples / thr / 3600.0
-    cost = costmod.job_cost(spec, offer, nodes, hours, warnings)
+    train_h = samples / thr / 3600.0
+    hours = train_h + evi.startup.seconds / 3600.0
+    cost = costmod.job_cost(spec, offer, nodes, train_h, warnings,
+                            startup=(evi.startup.billed_seconds / 3600.0, evi.startup.seconds / 3600.0))
     workers = _workers(spec, offer, gpn, warnings)
     if offer is not None and offer.ram_gib < c["checks"]["host_ram_min_x_gpu_memory"] * offer.gpu_memory_gib:
         warnings.append(f"host RAM {offer.ram_gib:g} GiB is below {c['checks']['host_ram_min_x_gpu_memory']}x "
@@ -153,7 +169,6 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
         if est is not None and est > spec.budget.max_usd:
             warnings.append(f"estimated {est:,.0f} USD exceeds budget.max_usd {spec.budget.max_usd:,.0f} "
                             f"({spec.where('budget', 'max_usd')}); `up` will refuse without --force")
-    cloud = offer.cloud if offer is not None else spec.cloud
     rate, rate_src = costmod.reclaim_rate(spec, cloud)
     consts = {
         "planner_data_version": c["version"],
@@ -183,7 +198,7 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
                     "price": offer.source if offer is not None else None},
     }
     if offer is None:
-        consts["note"] = "cloud: local: CPU processes over gloo; throughput is a rough CPU constant"
+        consts["note"] = f"cloud: local: CPU processes over gloo; throughput {evi.calibration}"
     lo, hi = min(spec.min_nodes, nodes), max(spec.max_nodes, nodes)
     if shard.model_parallel and world > 1:
         # Sharded tables are laid out for this world size and the trainer does not reshard
@@ -197,7 +212,8 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
         fabric=fabric, nccl_env=env, memory=mem, comm=comm, step=step,
         throughput_samples_per_second=thr, duration_hours=hours, cost=cost,
         spot=spec.spot.enabled, dataloader_workers=workers, warnings=warnings, constants=consts,
-        sharding=shard)
+        sharding=shard, throughput_model_samples_per_second=evi.throughput_model,
+        throughput_basis=evi.basis, startup=evi.startup, context=context)
 
 
 def _workers(spec, offer, gpn: int, warnings: list[str]) -> int:

@@ -62,9 +62,13 @@ def spot_hours(spec, nodes: int, hours: float, cloud: str | None = None) -> tupl
     return lam * total, loss_h, total
 
 
-def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str]) -> Cost:
+def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str],
+             startup: tuple[float, float] = (0.0, 0.0)) -> Cost:
+    """`hours` of training; `startup` = (billed, wall) hours before the first step: the
+    instances bill the billed part, the control plane and storage the whole of it."""
     cloud = offer.cloud if offer is not None else spec.cloud
-    cp, storage = line_items(spec, hours, cloud)
+    up_billed, up_wall = startup
+    cp, storage = line_items(spec, hours + up_wall, cloud)
     od_h = offer.on_demand_usd * nodes if offer and offer.on_demand_usd is not None else None
     sp_h = offer.spot_usd * nodes if offer and offer.spot_usd is not None else None
     if offer is None:             # cloud: local costs nothing
@@ -76,19 +80,19 @@ def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str]) -> Cost
         else:
             warnings.append(f"capacity {spec.capacity.reservation}: no price given "
                             f"(capacity.price_usd_per_hour), priced at the on-demand rate")
-    od_total = od_h * hours + cp + storage if od_h is not None else None
+    od_total = od_h * (hours + up_billed) + cp + storage if od_h is not None else None
     sp_total = p50 = p90 = None
     reclaims = 0.0
     if sp_h is not None:
         reclaims, loss_h, mean_h = spot_hours(spec, nodes, hours, cloud)
         extra_cp, extra_st = line_items(spec, mean_h - hours, cloud)
-        sp_total = sp_h * mean_h + cp + storage + extra_cp + extra_st
+        sp_total = sp_h * (mean_h + up_billed) + cp + storage + extra_cp + extra_st
         rate, _ = reclaim_rate(spec, cloud)
         lam = rate * nodes * hours
         per_h = sp_h + (extra_cp + extra_st) / max(mean_h - hours, 1e-12) if mean_h > hours else sp_h
         q = constants()["spot"]
-        p50 = sp_h * hours + cp + storage + poisson_quantile(lam, q["p50_quantile"]) * loss_h * per_h
-        p90 = sp_h * hours + cp + storage + poisson_quantile(lam, q["p90_quantile"]) * loss_h * per_h
+        p50 = sp_h * (hours + up_billed) + cp + storage + poisson_quantile(lam, q["p50_quantile"]) * loss_h * per_h
+        p90 = sp_h * (hours + up_billed) + cp + storage + poisson_quantile(lam, q["p90_quantile"]) * loss_h * per_h
     elif spec.spot.enabled and offer is not None:
         warnings.append(f"no spot price for {offer.instance_type} in {offer.region}: spot cost "
                         "unknown (run `reclaunch catalog refresh`)")

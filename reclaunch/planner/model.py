@@ -152,6 +152,13 @@ class Plan:
     pick_reason: str | None = None      # why the pick won: price, scaling, memory (planner.sizing)
     zones_as_planned: list[str] = field(default_factory=list)  # before any capacity fallback
     sharding: Sharding | None = None
+    # What the throughput stands on (planner/evidence.py): {kind: model | measured, source,
+    # measured_at}; the model's own figure beside a measured one; the startup timeline.
+    throughput_model_samples_per_second: float | None = None
+    throughput_basis: dict[str, Any] = field(default_factory=lambda: {"kind": "model", "source": None,
+                                                                       "measured_at": None})
+    startup: Any = None
+    context: Any = field(default=None, repr=False)   # the PlanContext it was made with (not JSON)
 
     @property
     def name(self) -> str:
@@ -182,6 +189,9 @@ class Plan:
             "comm": asdict(self.comm),
             "step": asdict(self.step),
             "throughput_samples_per_second": self.throughput_samples_per_second,
+            "throughput_model_samples_per_second": self.throughput_model_samples_per_second,
+            "throughput_basis": dict(self.throughput_basis),
+            "startup": self.startup.to_json() if self.startup is not None else None,
             "duration_hours": self.duration_hours,
             "cost": asdict(self.cost),
             "nccl_env": dict(self.nccl_env),

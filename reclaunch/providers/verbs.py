@@ -46,7 +46,9 @@ def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool
     from reclaunch.spec import load_spec
     backend = check_backend(backend)
     catalog = load_catalog()   # once: validation and planning read the same prices
-    plan = make_plan(load_spec(path, catalog), catalog)
+    from reclaunch.runtime.measurements import plan_context
+    spec = load_spec(path, catalog)   # priced as `plan` prices it: measured runs, this host
+    plan = make_plan(spec, catalog, context=plan_context(spec, preflight=preflight))
     provider = get(plan.cloud)
     lock = cluster_lock(plan.name, "up").acquire()
     try:

@@ -131,6 +131,8 @@ class Dataset(Strict):
 
 class Job(Strict):
     image: str | None = Field(None, min_length=1, max_length=512)
+    image_size: Size | None = Field(
+        None, ge=1, description='Compressed image size, e.g. "12GB": prices its pull in the startup timeline')
     command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     args: list[EnvValue] = []
     env: dict[EnvName, EnvValue] = {}

@@ -46,9 +46,11 @@ def plan_renderables(plan) -> list:
                  f"embeddings {m.total_embedding_bytes / GIB:.2f} GiB in all)")
     head.add_row("fits", ("yes" if m.fits else "NO") +
                  f": {m.total_bytes_per_gpu / GIB:.2f} of {m.capacity_bytes_per_gpu / GIB:.1f} GiB per GPU")
-    head.add_row("throughput", f"{_rate(plan.throughput_samples_per_second)} samples/s"
-                 + (" (rough CPU constant)" if plan.instance_type is None else ""))
-    head.add_row("duration", f"{plan.duration_hours:.2f} h")
+    head.add_row("throughput", _throughput(plan))
+    head.add_row("duration", _dur(plan.duration_hours * 3600) + (
+        f" (startup {_dur(plan.startup.seconds)} included)" if plan.startup is not None else ""))
+    if plan.startup is not None and plan.startup.steps:
+        head.add_row("startup", _startup(plan.startup))
     od = c.on_demand_total_usd
     head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)")
     head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean, P50 {_usd(c.spot_p50_usd)}, "
@@ -76,6 +78,33 @@ def plan_renderables(plan) -> list:
             warn.add_row(f"! {w}")
         out.append(warn)
     return out
+
+
+def _throughput(plan) -> str:
+    """The priced figure and what it stands on: a measured run (with the model beside it) or
+    the model (for cloud: local, calibrated on this host or not)."""
+    b = plan.throughput_basis or {}
+    text = f"{_rate(plan.throughput_samples_per_second)} samples/s"
+    if b.get("kind") == "measured":
+        model = plan.throughput_model_samples_per_second
+        return (text + f" MEASURED ({b.get('source')}, {str(b.get('measured_at'))[:10]}); "
+                f"model {_rate(model) if model else '-'}; priced at the measured rate")
+    return text + (f" (model; {b['source']})" if plan.instance_type is None and b.get("source")
+                   else " (model)")
+
+
+def _startup(st) -> str:
+    """One line: the steps in order with minutes, `$` on those that bill GPU hours."""
+    steps = ", ".join(f"{s.name} {_dur(s.seconds)}{' $' if s.billed else ''}"
+                      for s in st.steps if s.seconds > 0 or not s.name.startswith("file system"))
+    return (f"{_dur(st.seconds)} to first step, {_dur(st.billed_seconds)} billed "
+            f"($ = GPU hours billed): {steps}")
+
+
+def _dur(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.2f} h"
 
 
 def _ranks(ranks: list[int], world: int) -> str:

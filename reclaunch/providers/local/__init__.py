@@ -140,6 +140,8 @@ class LocalProvider:
             "join_timeout": int(opts.get("join_timeout", 300)),
             "last_call_timeout": int(opts.get("last_call_timeout", 10)),
             "spot": plan.spot, "created_at": time.time(),
+            # what the run's measurement record is filed under (runtime/measurements.py)
+            "measurement_key": _measurement_key(plan),
         }
         lp.write_json(root / "launch.json", launch)
         _journal(plan, opts.get("spec_path"))
@@ -326,6 +328,17 @@ def _journal(plan: "Plan", spec_path: str | None) -> None:
         teardown_when=spec.teardown.when,
         spec_path=str(Path(spec_path).resolve()) if spec_path else None,
         spec_text=_spec_text(spec)))
+
+
+def _measurement_key(plan: "Plan") -> dict[str, Any] | None:
+    try:
+        from reclaunch.planner.measured import key_for, sharding_of
+        from reclaunch.runtime.calibrate import host_id
+
+        return key_for(plan.spec, cloud=plan.cloud, instance=None, gpus_per_node=plan.gpus_per_node,
+                       nodes=plan.nodes, sharding=sharding_of(plan.sharding), host_id=host_id())
+    except Exception:  # pragma: no cover - a run without a key records nothing, and runs
+        return None
 
 
 def _spec_text(spec) -> str | None:

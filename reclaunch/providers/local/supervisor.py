@@ -272,6 +272,16 @@ class Supervisor:
                 break
             grace = 1.0
 
+    def record_measurement(self) -> None:
+        """Leave the run's measured samples/s for the next `plan` (runtime/measurements.py)."""
+        from reclaunch.runtime.measurements import record_run
+
+        def lines():
+            for path in sorted((self.root / "nodes").glob("node-*.log")):
+                with open(path, errors="replace") as fh:
+                    yield from fh
+        record_run(self.launch.get("measurement_key"), lines(), self.name)
+
     # ------------------------------------------------------------ main loop
     def run(self) -> int:
         _become_subreaper()
@@ -311,6 +321,7 @@ class Supervisor:
             self.reap()
         self.read_logs()
         self.stop_nodes()
+        self.record_measurement()
         self.write(force=True)
         when = self.launch["teardown"]
         # The same teardown policy as every target (runtime/policy.py): keep_on_failure included;
