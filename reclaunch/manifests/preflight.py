@@ -27,6 +27,11 @@ from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
 # same sweep as `all_reduce_perf -b 8 -e 8G -f 2 -g 1` and prints the nccl-tests table format
 # (in-place columns; torch's all_reduce is in-place, so out-of-place reads N/A). It also tests
 # the exact NCCL and net plugin the training image will use. CPU-only pods fall back to gloo.
+# The timed loop's iteration count is one number for all ranks: each rank times one probe
+# all_reduce, and the MAX of those probes (itself an all_reduce every rank issues) sets the
+# count. A count from each rank's own clock gives ranks different numbers of collectives:
+# gloo stops with a collective mismatch, NCCL hangs until its watchdog. nccl-tests gets the
+# same guarantee from a fixed `-n` (src/common.cu: every rank runs `iters` of each size).
 ALLREDUCE_SCRIPT = r'''
 import os, socket, sys, time
 import torch, torch.distributed as dist
@@ -65,7 +70,9 @@ while s <= hi:
     v.fill_(1.0); dist.all_reduce(v); sync()
     bad = int((v != n).sum().item())
     t0 = time.perf_counter(); dist.all_reduce(v); sync()
-    iters = max(1, min(20, int(0.5 / max(time.perf_counter() - t0, 1e-6))))
+    probe = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=dev)
+    dist.all_reduce(probe, op=dist.ReduceOp.MAX)
+    iters = max(1, min(20, int(0.5 / max(probe.item(), 1e-6))))
     dist.barrier(); sync(); t0 = time.perf_counter()
     for _ in range(iters):
         dist.all_reduce(v)
