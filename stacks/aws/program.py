@@ -235,7 +235,14 @@ def program(plan: "Plan") -> None:
 
     cluster_role = _role(aws, pulumi, plan, "cluster-role", "eks.amazonaws.com",
                          ["AmazonEKSClusterPolicy"], tags)
+    # Two node roles. EKS creates the access entry of a managed node group's role itself; a
+    # second, explicit AccessEntry for that same role races it (409 ResourceInUseException).
+    # The self-managed GPU groups get a role of their own with its own EC2_LINUX entry, as
+    # aws-ia/terraform-aws-eks does (modules/self-managed-node-group creates
+    # aws_eks_access_entry type EC2_LINUX for its role; modules/eks-managed-node-group none).
     node_role = _role(aws, pulumi, plan, "node-role", "ec2.amazonaws.com", NODE_POLICIES, tags)
+    gpu_role = _role(aws, pulumi, plan, "gpu-node-role", "ec2.amazonaws.com", NODE_POLICIES,
+                     tags)
     cluster = aws.eks.Cluster(
         c.name(plan, "eks"), name=c.name(plan), version=c.KUBERNETES_VERSION,
         role_arn=cluster_role.arn, tags=tags,
@@ -270,10 +277,10 @@ def program(plan: "Plan") -> None:
                     {"protocol": "-1", "from_port": 0, "to_port": 0,
                      "cidr_blocks": ["0.0.0.0/0"]}], tags=tags)
         gpu_sgs.append(efa_sg.id)
-    profile = aws.iam.InstanceProfile(c.name(plan, "node-profile"), role=node_role.name,
+    profile = aws.iam.InstanceProfile(c.name(plan, "gpu-node-profile"), role=gpu_role.name,
                                       tags=tags)
-    aws.eks.AccessEntry(c.name(plan, "node-access"), cluster_name=cluster.name,
-                        principal_arn=node_role.arn, type="EC2_LINUX", tags=tags)
+    gpu_access = aws.eks.AccessEntry(c.name(plan, "gpu-node-access"), cluster_name=cluster.name,
+                                     principal_arn=gpu_role.arn, type="EC2_LINUX", tags=tags)
     pg = aws.ec2.PlacementGroup(c.name(plan, "pg"), strategy="cluster", tags=tags)
     ami = aws.ssm.get_parameter(
         name=GPU_AMI_PARAMETER.format(version=c.KUBERNETES_VERSION)).value
@@ -303,7 +310,7 @@ def program(plan: "Plan") -> None:
             tags=[{"key": k, "value": v, "propagate_at_launch": True}
                   for k, v in _asg_tags(plan, pool, tags).items()],
             opts=pulumi.ResourceOptions(ignore_changes=["desired_capacity"],
-                                        depends_on=[cluster, *addons]))
+                                        depends_on=[cluster, gpu_access, *addons]))
 
     kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data,
                                    cluster.name).apply(lambda a: _kubeconfig(*a, plan.region))
