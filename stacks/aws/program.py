@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
+from stacks import versions
 from stacks.aws.pools import SYSTEM_INSTANCE_TYPE, hugepage_count, node_pools
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -225,6 +226,7 @@ def program(plan: "Plan") -> None:
     aws = require("pulumi_aws", "aws")
     k8s = require("pulumi_kubernetes", "aws")
     tags = c.tags(plan)
+    k8s_version = versions.kubernetes_version(plan)
     pools = node_pools(plan)
     system_pool = pools[0]
     vpc, private, gpu_subnet = _network(aws, pulumi, plan, tags)
@@ -244,7 +246,7 @@ def program(plan: "Plan") -> None:
     gpu_role = _role(aws, pulumi, plan, "gpu-node-role", "ec2.amazonaws.com", NODE_POLICIES,
                      tags)
     cluster = aws.eks.Cluster(
-        c.name(plan, "eks"), name=c.name(plan), version=c.KUBERNETES_VERSION,
+        c.name(plan, "eks"), name=c.name(plan), version=k8s_version,
         role_arn=cluster_role.arn, tags=tags,
         vpc_config={"subnet_ids": [s.id for s in private], **endpoint_access(plan)},
         access_config={"authentication_mode": "API",
@@ -283,7 +285,7 @@ def program(plan: "Plan") -> None:
                                      principal_arn=gpu_role.arn, type="EC2_LINUX", tags=tags)
     pg = aws.ec2.PlacementGroup(c.name(plan, "pg"), strategy="cluster", tags=tags)
     ami = aws.ssm.get_parameter(
-        name=GPU_AMI_PARAMETER.format(version=c.KUBERNETES_VERSION)).value
+        name=GPU_AMI_PARAMETER.format(version=k8s_version)).value
 
     groups = {}
     max_price = c.spot_max_price(plan)
@@ -329,7 +331,8 @@ def program(plan: "Plan") -> None:
     installed = c.install_addons(k8s, pulumi, plan, provider, depends_on=[system], values={
         "cluster-autoscaler": {"autoDiscovery": {"clusterName": c.name(plan)},
                                "awsRegion": plan.region, "expanderPriorities": priorities,
-                               "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}})
+                               "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}},
+        facts=lambda a: versions.pinned_facts(a, k8s_version))
 
     storage_id = _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
                           kms, provider, list(installed.values()))

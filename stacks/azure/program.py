@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
-from stacks.azure.pools import OS_SKU, node_pools
+from stacks import versions
+from stacks.azure.pools import node_pools, os_sku
 from stacks.azure.storage import storage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,6 +106,7 @@ def program(plan: "Plan") -> None:
     az = require("pulumi_azure_native", "azure")
     k8s = require("pulumi_kubernetes", "azure")
     tags = c.tags(plan)
+    k8s_version = versions.kubernetes_version(plan)
     pools = node_pools(plan)
     system_pool = pools[0]
     host_encryption = plan.spec.security.encryption_at_host
@@ -121,7 +123,7 @@ def program(plan: "Plan") -> None:
         role_definition_id=_role_id(client.subscription_id, NETWORK_CONTRIBUTOR))
     aks = az.containerservice.ManagedCluster(
         c.name(plan, "aks"), resource_group_name=rg.name, resource_name_=c.name(plan),
-        dns_prefix=c.name(plan), kubernetes_version=c.KUBERNETES_VERSION, tags=tags,
+        dns_prefix=c.name(plan), kubernetes_version=k8s_version, tags=tags,
         identity={"type": "UserAssigned", "user_assigned_identities": [identity.id]},
         sku={"name": "Base", "tier": "Standard"},
         disable_local_accounts=True, enable_rbac=True,
@@ -142,7 +144,7 @@ def program(plan: "Plan") -> None:
             "max_count": system_pool.max_nodes, "enable_auto_scaling": True,
             "vnet_subnet_id": subnet.id, "enable_node_public_ip": False,
             "enable_encryption_at_host": host_encryption, "os_disk_type": "Managed",
-            "os_sku": OS_SKU, "type": "VirtualMachineScaleSets", "tags": tags,
+            "os_sku": os_sku(k8s_version), "type": "VirtualMachineScaleSets", "tags": tags,
             "node_labels": _settable(system_pool.labels)}],
         opts=pulumi.ResourceOptions(depends_on=[net_role]))
     # The identity running `up` administers the cluster through Azure RBAC.
@@ -177,7 +179,7 @@ def program(plan: "Plan") -> None:
             availability_zones=plan.zones or None, vnet_subnet_id=subnet.id,
             enable_node_public_ip=False,
             enable_encryption_at_host=host_encryption, os_disk_type="Managed",
-            os_disk_size_gb=OS_DISK_GIB, kubelet_disk_type="OS", os_sku=OS_SKU,
+            os_disk_size_gb=OS_DISK_GIB, kubelet_disk_type="OS", os_sku=os_sku(k8s_version),
             node_taints=[c.taint_str(t) for t in pool.taints],
             node_labels=_settable(pool.labels), tags=tags,
             opts=pulumi.ResourceOptions(ignore_changes=["count"]))

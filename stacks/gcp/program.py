@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
+from stacks import versions
 from stacks.gcp.pools import (COMPUTE_CLASS_LABEL, SYSTEM_MACHINE, accelerator, compute_class,
                               node_pools)
 
@@ -140,7 +141,7 @@ def program(plan: "Plan") -> None:
     # nodes (Cluster Toolkit modules/scheduler/gke-cluster: release_channel default UNSPECIFIED).
     cluster = gcp.container.Cluster(
         c.name(plan, "gke"), name=c.name(plan), location=plan.region,
-        node_locations=[zone], min_master_version=c.KUBERNETES_VERSION,
+        node_locations=[zone], min_master_version=versions.kubernetes_version(plan),
         release_channel={"channel": "UNSPECIFIED"}, remove_default_node_pool=True,
         maintenance_policy=maintenance_policy(plan),
         master_authorized_networks_config=authorized,
