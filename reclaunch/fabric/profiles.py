@@ -88,6 +88,9 @@ class FabricProfile:
     inter_node_busbw_gbs: float = 0.0
     busbw_threshold_gbs: float = 0.0
     threshold_basis: str = ""
+    # The nccl-tests collective the threshold was measured with; the preflight runs that one
+    # (a floor from all_gather busbw says nothing about all_reduce busbw).
+    threshold_collective: str = "all_reduce"
     fallback_fix: str = ""            # what to fix when NCCL fell back to sockets
     low_busbw_fix: str = ""           # what to check when busbw is under the threshold
     notes: str = ""
@@ -284,12 +287,13 @@ PROFILES: tuple[FabricProfile, ...] = (
         transport="NET/GPUDirectTCPX", link_gbps=1000, gpudirect=True,
         measured_2node_busbw_gbs=50.0, inter_node_busbw_gbs=50.0, busbw_threshold_gbs=40.0,
         threshold_basis="0.8 x ~50 GB/s (a3-highgpu, 2 nodes, all_gather 8 GiB; dstack)",
+        threshold_collective="all_gather",
         fallback_fix=("run the tcpx-daemon (tcpgpudmarxd) sidecar sharing /run/tcpx, install the "
                       "GPUDirect-TCPX NCCL plugin with the nccl-tcpx-installer DaemonSet "
                       "(mounted from /home/kubernetes/bin/nvidia), and attach the 4 GPU NICs "
                       "through networking.gke.io/interfaces"),
         low_busbw_fix="check all 4 GPU NICs are attached and the tcpx-daemon log shows no errors",
-        notes="the measured figure is all_gather busbw, used for all_reduce too. The training "
+        notes="the measured figure is all_gather busbw, so the preflight runs all_gather. The training "
               "command must touch exit_file on exit so the non-native sidecar stops."),
     FabricProfile(
         name="gcp-tcpxo", fabric="tcpxo", clouds=("gcp",),
@@ -308,6 +312,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         transport="NET/FasTrak", link_gbps=1800, gpudirect=True,
         measured_2node_busbw_gbs=188.5, inter_node_busbw_gbs=188.5, busbw_threshold_gbs=150.8,
         threshold_basis="0.8 x 188.5 GB/s (a3-megagpu, 2 nodes, all_gather 8 GiB; dstack)",
+        threshold_collective="all_gather",
         fallback_fix=("run tcpxo-daemon as a native sidecar (initContainer, restartPolicy "
                       "Always), install the TCPXO NCCL plugin with the nccl-tcpxo-installer "
                       "DaemonSet, add the devices.gke.io/container.tcpxo-daemon annotation and "
@@ -316,7 +321,8 @@ PROFILES: tuple[FabricProfile, ...] = (
                        "version matches the node's NCCL plugin installer"),
         gdr_fix=("check the tcpxo-daemon sidecar passed its startup probe, /dev/aperture_devices "
                  "is mounted and the devices.gke.io annotation lists every GPU"),
-        notes="the measured figure is all_gather busbw; plain TCP on the same machine gives ~4 "
+        notes="the measured figure is all_gather busbw (the preflight runs all_gather); plain "
+              "TCP on the same machine gives ~4 "
               "GB/s (NVIDIA aicr). The daemon image is coupled to the plugin installer version "
               "(one row, gpudirect.tcpxo in k8s/addons.yaml). env is env_script's exports "
               "(fabric/tcpxo.py cites the file); NCCL_NVLS_ENABLE is not among them."),

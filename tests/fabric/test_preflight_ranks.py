@@ -41,3 +41,19 @@ def test_four_ranks_with_mismatched_timings_agree_on_the_count(tmp_path):
     r = parse_nccl_tests(out.stdout)
     assert r.ranks == 4 and r.wrong == 0 and r.avg_busbw is not None
     assert [row.size for row in r.rows] == [1 << 20, 4 << 20, 16 << 20]
+
+
+@pytest.mark.skipif(TORCHRUN is None, reason="torch is not installed (pip install 'reclaunch[local]')")
+def test_all_gather_sweep_checks_its_values_and_parses(tmp_path):
+    """The collective TCPX/TCPXO floors were measured with (profile.threshold_collective)."""
+    env = {**os.environ, "PET_NNODES": "1", "PET_NPROC_PER_NODE": "4", "OMP_NUM_THREADS": "1",
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    out = subprocess.run([TORCHRUN, "--no-python", "python3", "-c", ALLREDUCE_SCRIPT,
+                          "-b", "64K", "-e", "4M", "-f", "8", "-c", "all_gather"], env=env,
+                         cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "all_gather_perf" in out.stdout
+    r = parse_nccl_tests(out.stdout)
+    assert r.ranks == 4 and r.wrong == 0 and r.avg_busbw is not None
+    assert [row.size for row in r.rows] == [1 << 16, 1 << 19, 1 << 22]
+    assert r.rows[0].redop == "none"
