@@ -41,7 +41,8 @@ _KEY_FIELDS = {
                   "proximityPlacementGroupID", "groupPlacementPolicy.type"),
     "max_price": ("instanceMarketOptions.spotOptions.maxPrice", "spotMaxPrice"),
     "version": ("version", "kubernetesVersion", "minMasterVersion", "chart"),
-    "zone": ("availabilityZone", "availabilityZones", "nodeLocations", "location"),
+    "zone": ("availabilityZone", "availabilityZoneId", "availabilityZones", "nodeLocations",
+             "location"),
     "mtu": ("mtu",),
 }
 
@@ -113,8 +114,9 @@ def _call(token: str, args: dict, plan: "Plan") -> dict:
     zones = [f"{plan.region}{z}" for z in "abc"]
     kubeconfig = base64.b64encode(b"apiVersion: v1\nkind: Config\n").decode()
     return {
-        "aws:index/getAvailabilityZones:getAvailabilityZones": {"names": zones,
-                                                                "zoneIds": zones},
+        # Zone IDs differ from names (use1-az4 for one account's us-east-1a).
+        "aws:index/getAvailabilityZones:getAvailabilityZones": {
+            "names": zones, "zoneIds": [f"{plan.region}-az{i + 1}" for i in range(3)]},
         "gcp:organizations/getClientConfig:getClientConfig": {"project": "mock-project",
                                                               "region": plan.region},
         "aws:index/getCallerIdentity:getCallerIdentity": {
