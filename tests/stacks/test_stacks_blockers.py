@@ -83,3 +83,12 @@ def test_aws_preview_subnets_name_zone_ids(previews):
     subnets = [r["inputs"] for r in _of(res, "aws:ec2/subnet:Subnet")]
     assert subnets and all("availabilityZoneId" in s and "availabilityZone" not in s
                            for s in subnets)
+
+
+def test_prerequisites_name_the_cli_each_kubeconfig_execs():
+    from stacks import manual_prerequisites
+
+    for case, tool in (("aws", "`aws eks get-token`"), ("gcp", "gke-gcloud-auth-plugin"),
+                       ("azure", "kubelogin")):
+        assert any(ln.startswith("tools:") and tool in ln
+                   for ln in manual_prerequisites(make_plan(case))), case
