@@ -37,13 +37,21 @@ MAX_EXCLUSION_DAYS = 30
 FABRIC_MTU = {"tcpx": 8244, "tcpxo": 8244, "rdma": 8896}
 
 
+# GKE rejects an exclusion that starts in the past; the cluster takes longer than this
+# to create, so nothing can be upgraded in the gap.
+EXCLUSION_LEAD = 5   # minutes
+
+
 def maintenance_policy(plan: "Plan", now=None) -> dict:
     """A weekend-night window for what must still happen, and a NO_UPGRADES exclusion over
-    the planned job (control plane included), starting at the current hour."""
+    the planned job (control plane included), starting a few minutes from now (never in the
+    past). Computed once: the cluster ignores later changes to it (see program), so a
+    re-run neither diffs nor moves it."""
     import datetime as dt
     import math
 
-    now = (now or dt.datetime.now(dt.timezone.utc)).replace(minute=0, second=0, microsecond=0)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    now = (now + dt.timedelta(minutes=EXCLUSION_LEAD + 1)).replace(second=0, microsecond=0)
     days = min(MAX_EXCLUSION_DAYS, math.ceil(plan.duration_hours / 24) + 1)
     fmt = "%Y-%m-%dT%H:%M:%SZ"
     return {"recurring_window": {"start_time": "2026-01-03T02:00:00Z",
@@ -157,7 +165,10 @@ def program(plan: "Plan") -> None:
         addons_config={"gcp_filestore_csi_driver_config": {"enabled": True}},
         node_config={"service_account": sa.email, "resource_labels": labels,
                      "disk_type": "pd-balanced",
-                     "shielded_instance_config": {"enable_secure_boot": True}})
+                     "shielded_instance_config": {"enable_secure_boot": True}},
+        # The exclusion is fixed when the cluster is created: recomputing it on every run
+        # would show a diff each time and move its start (issue 24).
+        opts=pulumi.ResourceOptions(ignore_changes=["maintenancePolicy"]))
     node_common = {"service_account": sa.email, "oauth_scopes": [
         "https://www.googleapis.com/auth/cloud-platform"], "resource_labels": labels,
         "shielded_instance_config": {"enable_secure_boot": True,

@@ -92,3 +92,28 @@ def test_prerequisites_name_the_cli_each_kubeconfig_execs():
                        ("azure", "kubelogin")):
         assert any(ln.startswith("tools:") and tool in ln
                    for ln in manual_prerequisites(make_plan(case))), case
+
+
+def test_gke_exclusion_starts_ahead_and_is_fixed_at_creation(monkeypatch):
+    import datetime as dt
+
+    import pulumi_gcp
+
+    from reclaunch.providers import preview_plan as preview
+    from stacks.gcp.program import maintenance_policy
+
+    plan = make_plan("gcp")
+    now = dt.datetime(2026, 12, 1, 9, 59, 30, tzinfo=dt.timezone.utc)
+    excl = maintenance_policy(plan, now=now)["maintenance_exclusions"][0]
+    start = dt.datetime.strptime(excl["start_time"], "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=dt.timezone.utc)
+    assert start > now                     # GKE refuses a start in the past
+    seen = {}
+
+    class Spy(pulumi_gcp.container.Cluster):
+        def __init__(self, *args, **kw):
+            seen["ignore"] = list(getattr(kw.get("opts"), "ignore_changes", None) or [])
+            super().__init__(*args, **kw)
+    monkeypatch.setattr(pulumi_gcp.container, "Cluster", Spy)
+    preview(plan)
+    assert "maintenancePolicy" in seen["ignore"]   # a re-run neither diffs nor moves it
