@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
+from stacks.aws import interruption
 from stacks import versions
 from stacks.aws.pools import SYSTEM_INSTANCE_TYPE, hugepage_count, node_pools
 
@@ -229,6 +230,8 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
            **{f"{template}/label/{k}": v for k, v in pool.labels.items()},
            **{f"{template}/taint/{t['key']}": f"{t['value']}:{t['effect']}" for t in pool.taints},
            f"{template}/resources/nvidia.com/gpu": str(plan.gpus_per_node),
+           # aws-node-termination-handler acts only on instances with its managed tag.
+           **({interruption.managed_tag(plan): ""} if interruption.wanted(plan) else {}),
            **{f"{template}/resources/{k}": v for k, v in pool.hugepages.items()}}
     if pool.labels.get("vpc.amazonaws.com/efa.present") == "true" and plan.offer:
         out[f"{template}/resources/vpc.amazonaws.com/efa"] = str(plan.offer.nics)
@@ -356,6 +359,11 @@ def program(plan: "Plan") -> None:
                                "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}},
         facts=lambda a: versions.pinned_facts(a, k8s_version))
 
+    if interruption.wanted(plan):   # spot: drain on the 2-minute warning (interruption.py)
+        nth_role = _role(aws, pulumi, plan, "nth-role", "pods.eks.amazonaws.com", [], tags)
+        installed["aws-node-termination-handler"] = interruption.install(
+            aws, pulumi, k8s, plan, tags=tags, cluster=cluster, groups=groups,
+            provider=provider, role=nth_role, depends_on=[system], account=account)
     storage_id = _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
                           kms, provider, list(installed.values()))
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))

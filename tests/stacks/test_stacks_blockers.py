@@ -117,3 +117,32 @@ def test_gke_exclusion_starts_ahead_and_is_fixed_at_creation(monkeypatch):
     monkeypatch.setattr(pulumi_gcp.container, "Cluster", Spy)
     preview(plan)
     assert "maintenancePolicy" in seen["ignore"]   # a re-run neither diffs nor moves it
+
+
+def test_spot_asgs_drain_on_interruption_through_the_nth_queue(previews):
+    import json
+
+    from stacks.aws.interruption import EVENT_PATTERNS, managed_tag
+    from stacks.policy import check
+
+    plan, res = previews("aws")                   # spot with on-demand fallback
+    assert plan.spot
+    queue = _of(res, "aws:sqs/queue:Queue")
+    rules = _of(res, "aws:cloudwatch/eventRule:EventRule")
+    assert len(queue) == 1 and len(rules) == len(EVENT_PATTERNS) == 5
+    assert {"EC2 Spot Instance Interruption Warning"} <= {
+        t for r in rules for t in json.loads(r["inputs"]["eventPattern"])["detail-type"]}
+    hooks = _of(res, "aws:autoscaling/lifecycleHook:LifecycleHook")
+    assert {h["inputs"]["autoscalingGroupName"] for h in hooks} == {
+        "criteo-deepfm-gpu-spot", "criteo-deepfm-gpu-od"}
+    assert all(h["inputs"]["lifecycleTransition"] == "autoscaling:EC2_INSTANCE_TERMINATING"
+               for h in hooks)
+    nth = next(r for r in _of(res, "kubernetes:helm.sh/v3:Release")
+               if r["inputs"]["chart"].endswith("aws-node-termination-handler"))["inputs"]
+    assert nth["values"]["enableSqsTerminationDraining"] is True
+    assert nth["values"]["managedTag"] == managed_tag(plan)
+    asg = _of(res, "aws:autoscaling/group:Group")[0]["inputs"]
+    assert managed_tag(plan) in {t["key"] for t in asg["tags"]}
+    pia = {r["inputs"]["serviceAccount"] for r in _of(res, "aws:eks/podIdentityAssociation:PodIdentityAssociation")}
+    assert "aws-node-termination-handler" in pia
+    assert check(plan, res) == []

@@ -93,7 +93,10 @@ def test_cluster_version_pinned_and_addons(previews, case):
     assert any(n.endswith("training-operator") for n in names)
     for r in resources:
         if r["type"] == "kubernetes:helm.sh/v3:Release":
-            assert r["inputs"]["version"] and r["inputs"]["repositoryOpts"]["repo"]
+            # A chart from a repository, or an OCI reference (aws-node-termination-handler).
+            assert r["inputs"]["version"] and (
+                (r["inputs"].get("repositoryOpts") or {}).get("repo")
+                or r["inputs"]["chart"].startswith("oci://"))
 
 
 def test_resource_count_does_not_grow_with_nodes(previews):
