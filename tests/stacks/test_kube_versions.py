@@ -127,3 +127,22 @@ def test_preview_uses_the_table_as_of_its_date_not_today():
     assert versions.fallback_minors("aws") == ["1.34", "1.35"]
     assert versions.fallback(make_plan("aws")) == "1.35"
     assert versions.fallback(make_plan("gcp")) == "1.36"
+
+
+def _recorded_eks(plan):
+    return ["1.37", "1.36", "1.35"]
+
+
+def test_up_hands_the_cloud_answer_to_the_program_as_stack_config():
+    import dataclasses
+
+    from reclaunch.providers.aws import CLOUD
+    from reclaunch.providers.kubecloud import KubeCloudProvider
+
+    plan = make_plan("aws")
+    spec = plan.spec.model_copy(update={"security": plan.spec.security.model_copy(
+        update={"api_cidrs": ["203.0.113.7/32"]})})      # no public-address lookup
+    cloud = dataclasses.replace(CLOUD, kube_versions=f"{__name__}:_recorded_eks")
+    cfg = KubeCloudProvider(cloud)._config(dataclasses.replace(plan, spec=spec))
+    assert cfg[KEY] == "1.36" and cfg["aws:region"] == plan.region
+    assert CLOUD.kube_versions == "reclaunch.providers.aws.versions:offered"
