@@ -119,6 +119,8 @@ def _call(token: str, args: dict, plan: "Plan") -> dict:
             "names": zones, "zoneIds": [f"{plan.region}-az{i + 1}" for i in range(3)]},
         "gcp:organizations/getClientConfig:getClientConfig": {"project": "mock-project",
                                                               "region": plan.region},
+        "gcp:organizations/getProject:getProject": {"projectId": "mock-project",
+                                                    "number": "123456789012"},
         "aws:index/getCallerIdentity:getCallerIdentity": {
             "accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/mock",
             "id": "123456789012", "userId": "AIDAMOCK"},

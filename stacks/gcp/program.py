@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from reclaunch.errors import require
 from stacks import common as c
 from stacks import versions
+from stacks.gcp.secrets import secrets_key
 from stacks.gcp.pools import (COMPUTE_CLASS_LABEL, SYSTEM_MACHINE, accelerator, compute_class,
                               node_pools)
 
@@ -147,11 +148,13 @@ def program(plan: "Plan") -> None:
     system_pool = pools[0]
     # No release channel: on a channel GKE forces node auto-upgrade on, which reboots training
     # nodes (Cluster Toolkit modules/scheduler/gke-cluster: release_channel default UNSPECIFIED).
+    kms_key, kms_grant = secrets_key(gcp, pulumi, plan, labels)
     cluster = gcp.container.Cluster(
         c.name(plan, "gke"), name=c.name(plan), location=plan.region,
         node_locations=[zone], min_master_version=versions.kubernetes_version(plan),
         release_channel={"channel": "UNSPECIFIED"}, remove_default_node_pool=True,
         maintenance_policy=maintenance_policy(plan),
+        database_encryption={"state": "ENCRYPTED", "key_name": kms_key.id},
         master_authorized_networks_config=authorized,
         initial_node_count=1, network=vpc.id, subnetwork=subnet.id,
         networking_mode="VPC_NATIVE", datapath_provider="ADVANCED_DATAPATH",
@@ -168,7 +171,8 @@ def program(plan: "Plan") -> None:
                      "shielded_instance_config": {"enable_secure_boot": True}},
         # The exclusion is fixed when the cluster is created: recomputing it on every run
         # would show a diff each time and move its start (issue 24).
-        opts=pulumi.ResourceOptions(ignore_changes=["maintenancePolicy"]))
+        opts=pulumi.ResourceOptions(ignore_changes=["maintenancePolicy"],
+                                    depends_on=[kms_grant]))
     node_common = {"service_account": sa.email, "oauth_scopes": [
         "https://www.googleapis.com/auth/cloud-platform"], "resource_labels": labels,
         "shielded_instance_config": {"enable_secure_boot": True,

@@ -146,3 +146,18 @@ def test_spot_asgs_drain_on_interruption_through_the_nth_queue(previews):
     pia = {r["inputs"]["serviceAccount"] for r in _of(res, "aws:eks/podIdentityAssociation:PodIdentityAssociation")}
     assert "aws-node-termination-handler" in pia
     assert check(plan, res) == []
+
+
+def test_gke_secrets_are_envelope_encrypted_with_our_kms_key(previews):
+    _, res = previews("gcp")
+    key = _of(res, "gcp:kms/cryptoKey:CryptoKey")
+    grant = _of(res, "gcp:kms/cryptoKeyIAMMember:CryptoKeyIAMMember")
+    assert len(key) == 1 and len(grant) == 1
+    assert grant[0]["inputs"]["role"] == "roles/cloudkms.cryptoKeyEncrypterDecrypter"
+    assert grant[0]["inputs"]["member"] == (
+        "serviceAccount:service-123456789012@container-engine-robot.iam.gserviceaccount.com")
+    cluster = _of(res, "gcp:container/cluster:Cluster")[0]["inputs"]
+    assert cluster["databaseEncryption"]["state"] == "ENCRYPTED"
+    assert cluster["databaseEncryption"]["keyName"]
+    ring = _of(res, "gcp:kms/keyRing:KeyRing")[0]["inputs"]
+    assert ring["location"] == "us-central1"
