@@ -16,6 +16,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from reclaunch.manifests import rdzv
+from reclaunch.manifests.restarts import backoff_limit
 from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG as CLUSTER_LABEL, MANAGED_TAG as MANAGED_LABEL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -231,7 +232,8 @@ def pytorch_job(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[s
     run_policy: dict[str, Any] = {
         "cleanPodPolicy": "Running",            # finished pods stay for `reclaunch logs`
         "ttlSecondsAfterFinished": TTL_AFTER_FINISHED,
-        "backoffLimit": spec.job.max_restarts,
+        # Counted per container restart over all pods (manifests/restarts.py), not per job.
+        "backoffLimit": backoff_limit(plan, template),
     }
     deadline = budget_deadline_seconds(plan)
     if deadline:

@@ -48,6 +48,9 @@ class CloudSpec:
     # Extra error text after a failed `up` (AWS: the GPU groups' failed scaling activities),
     # so classify() sees capacity errors the engine's own message does not carry.
     diagnose: Callable[["Plan"], str] = lambda plan: ""
+    # "module:function" answering the cloud's supported Kubernetes versions for the plan's
+    # region (providers/<cloud>/versions.py); asked once per `up` (providers/versions.py).
+    kube_versions: str = ""
 
 
 def classify(errors: list[tuple[str, str]], text: str) -> str | None:
@@ -113,7 +116,19 @@ class KubeCloudProvider:
 
     def _config(self, plan: "Plan") -> dict[str, str]:
         from reclaunch.providers.caller import access_config
-        return {**self.cloud.stack_config(plan), **access_config(plan)}
+        return {**self.cloud.stack_config(plan), **access_config(plan),
+                **self._kube_version(plan)}
+
+    def _kube_version(self, plan: "Plan") -> dict[str, str]:
+        """reclaunch:kubernetesVersion from the cloud's own answer (the dated table without)."""
+        if not self.cloud.kube_versions:
+            return {}
+        import importlib
+
+        from reclaunch.providers.versions import resolve
+        mod, _, fn = self.cloud.kube_versions.partition(":")
+        offered = getattr(importlib.import_module(mod), fn)
+        return resolve(plan, offered, where=f"{self.cloud.name} in {plan.region}")
 
     def _program(self, plan: "Plan") -> Callable[[], None]:
         from reclaunch.providers import stack_program

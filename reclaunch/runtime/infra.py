@@ -71,6 +71,9 @@ class Infra:
         raise NotImplementedError
 
 
+_ADVISED: set[str] = set()
+
+
 def check_pulumi_cli() -> str:
     path = shutil.which("pulumi")
     if not path:
@@ -160,9 +163,15 @@ class PulumiInfra(Infra):
         work = private_dir("stacks", name)
         env = {"PULUMI_CONFIG_PASSPHRASE": passphrase(), "PULUMI_SKIP_UPDATE_CHECK": "true"}
         cloud_backend = self.backend.startswith(("https://", "http://"))
+        from reclaunch.runtime.backend import kms_advice, secrets_provider
+        advice = kms_advice(self.backend)
+        if advice and advice not in _ADVISED:   # once per process, not per stack call
+            _ADVISED.add(advice)
+            import logging
+            logging.getLogger("reclaunch.infra").warning(advice)
         return auto.LocalWorkspaceOptions(
             work_dir=str(work), env_vars=env,
-            secrets_provider=None if cloud_backend else "passphrase",
+            secrets_provider=None if cloud_backend else secrets_provider(self.backend),
             project_settings=auto.ProjectSettings(
                 name=PROJECT, runtime="python", backend=auto.ProjectBackend(url=self.backend)))
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
+from stacks.aws import interruption
+from stacks import versions
 from stacks.aws.pools import SYSTEM_INSTANCE_TYPE, hugepage_count, node_pools
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,6 +46,10 @@ GPU_AMI_PARAMETER = ("/aws/service/eks/optimized-ami/{version}/amazon-linux-2023
 NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly",
                  "AmazonEKS_CNI_Policy", "AmazonSSMManagedInstanceCore")
 EKS_ADDONS = ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent")
+# AZ IDs EKS refuses for cluster subnets (docs.aws.amazon.com/eks/latest/userguide/
+# network-reqs.html#network-requirements-subnets: UnsupportedAvailabilityZoneException).
+# By ID: zone names map to different physical zones in every account.
+EKS_UNSUPPORTED_ZONE_IDS = ("use1-az3", "usw1-az2", "cac1-az3")
 
 
 def _assume(service: str) -> str:
@@ -52,16 +58,34 @@ def _assume(service: str) -> str:
         "Action": ["sts:AssumeRole", "sts:TagSession"]}]})
 
 
+def cluster_zone_ids(plan: "Plan", names: list[str], ids: list[str]) -> list[str]:
+    """Three AZ IDs for the cluster subnets, the GPU zone first: the spec's zone (a name in
+    this account) mapped to its ID, else the first the region offers. `names`/`ids` come
+    from DescribeAvailabilityZones with EKS's unsupported IDs excluded."""
+    from reclaunch.errors import ProviderError
+
+    by_name = dict(zip(names, ids))
+    if plan.zones and plan.zones[0] not in by_name:
+        raise ProviderError(
+            f"zone {plan.zones[0]} cannot hold an EKS cluster subnet in {plan.region} "
+            f"(EKS does not support AZ IDs {', '.join(EKS_UNSUPPORTED_ZONE_IDS)})",
+            hint="pick another zone in `zones:`, or leave it out")
+    gpu = by_name[plan.zones[0]] if plan.zones else ids[0]
+    return [gpu] + [z for z in ids if z != gpu][:2]
+
+
 def _network(aws, pulumi, plan: "Plan", tags: dict):
-    azs = aws.get_availability_zones(state="available").names[:3]
-    gpu_az = plan.zones[0] if plan.zones else azs[0]
-    zones = [gpu_az] + [z for z in azs if z != gpu_az][:2]
+    found = aws.get_availability_zones(
+        state="available", exclude_zone_ids=list(EKS_UNSUPPORTED_ZONE_IDS),
+        filters=[{"name": "zone-type", "values": ["availability-zone"]}])
+    zones = cluster_zone_ids(plan, list(found.names), list(found.zone_ids))
+    gpu_az = zones[0]
     vpc = aws.ec2.Vpc(c.name(plan, "vpc"), cidr_block=VPC_CIDR, enable_dns_hostnames=True,
                       enable_dns_support=True, tags={**tags, "Name": c.name(plan, "vpc")})
     igw = aws.ec2.InternetGateway(c.name(plan, "igw"), vpc_id=vpc.id, tags=tags)
     # The only public subnet holds the NAT gateway; nothing launched there gets a public IP.
     public = aws.ec2.Subnet(c.name(plan, "public"), vpc_id=vpc.id, cidr_block="10.0.240.0/24",
-                            availability_zone=gpu_az, map_public_ip_on_launch=False,
+                            availability_zone_id=gpu_az, map_public_ip_on_launch=False,
                             tags={**tags, "kubernetes.io/role/elb": "1"})
     public_rt = aws.ec2.RouteTable(c.name(plan, "public-rt"), vpc_id=vpc.id, tags=tags,
                                    routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": igw.id}])
@@ -75,7 +99,7 @@ def _network(aws, pulumi, plan: "Plan", tags: dict):
     private = []
     for i, zone in enumerate(zones):  # /18 each: room for many EFA-primary IPs per node
         sn = aws.ec2.Subnet(c.name(plan, f"private-{zone[-1]}"), vpc_id=vpc.id,
-                            cidr_block=f"10.0.{i * 64}.0/18", availability_zone=zone,
+                            cidr_block=f"10.0.{i * 64}.0/18", availability_zone_id=zone,
                             map_public_ip_on_launch=False,
                             tags={**tags, "kubernetes.io/role/internal-elb": "1"})
         aws.ec2.RouteTableAssociation(c.name(plan, f"private-rta-{zone[-1]}"), subnet_id=sn.id,
@@ -206,6 +230,8 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
            **{f"{template}/label/{k}": v for k, v in pool.labels.items()},
            **{f"{template}/taint/{t['key']}": f"{t['value']}:{t['effect']}" for t in pool.taints},
            f"{template}/resources/nvidia.com/gpu": str(plan.gpus_per_node),
+           # aws-node-termination-handler acts only on instances with its managed tag.
+           **({interruption.managed_tag(plan): ""} if interruption.wanted(plan) else {}),
            **{f"{template}/resources/{k}": v for k, v in pool.hugepages.items()}}
     if pool.labels.get("vpc.amazonaws.com/efa.present") == "true" and plan.offer:
         out[f"{template}/resources/vpc.amazonaws.com/efa"] = str(plan.offer.nics)
@@ -225,6 +251,7 @@ def program(plan: "Plan") -> None:
     aws = require("pulumi_aws", "aws")
     k8s = require("pulumi_kubernetes", "aws")
     tags = c.tags(plan)
+    k8s_version = versions.kubernetes_version(plan)
     pools = node_pools(plan)
     system_pool = pools[0]
     vpc, private, gpu_subnet = _network(aws, pulumi, plan, tags)
@@ -235,9 +262,16 @@ def program(plan: "Plan") -> None:
 
     cluster_role = _role(aws, pulumi, plan, "cluster-role", "eks.amazonaws.com",
                          ["AmazonEKSClusterPolicy"], tags)
+    # Two node roles. EKS creates the access entry of a managed node group's role itself; a
+    # second, explicit AccessEntry for that same role races it (409 ResourceInUseException).
+    # The self-managed GPU groups get a role of their own with its own EC2_LINUX entry, as
+    # aws-ia/terraform-aws-eks does (modules/self-managed-node-group creates
+    # aws_eks_access_entry type EC2_LINUX for its role; modules/eks-managed-node-group none).
     node_role = _role(aws, pulumi, plan, "node-role", "ec2.amazonaws.com", NODE_POLICIES, tags)
+    gpu_role = _role(aws, pulumi, plan, "gpu-node-role", "ec2.amazonaws.com", NODE_POLICIES,
+                     tags)
     cluster = aws.eks.Cluster(
-        c.name(plan, "eks"), name=c.name(plan), version=c.KUBERNETES_VERSION,
+        c.name(plan, "eks"), name=c.name(plan), version=k8s_version,
         role_arn=cluster_role.arn, tags=tags,
         vpc_config={"subnet_ids": [s.id for s in private], **endpoint_access(plan)},
         access_config={"authentication_mode": "API",
@@ -270,13 +304,13 @@ def program(plan: "Plan") -> None:
                     {"protocol": "-1", "from_port": 0, "to_port": 0,
                      "cidr_blocks": ["0.0.0.0/0"]}], tags=tags)
         gpu_sgs.append(efa_sg.id)
-    profile = aws.iam.InstanceProfile(c.name(plan, "node-profile"), role=node_role.name,
+    profile = aws.iam.InstanceProfile(c.name(plan, "gpu-node-profile"), role=gpu_role.name,
                                       tags=tags)
-    aws.eks.AccessEntry(c.name(plan, "node-access"), cluster_name=cluster.name,
-                        principal_arn=node_role.arn, type="EC2_LINUX", tags=tags)
+    gpu_access = aws.eks.AccessEntry(c.name(plan, "gpu-node-access"), cluster_name=cluster.name,
+                                     principal_arn=gpu_role.arn, type="EC2_LINUX", tags=tags)
     pg = aws.ec2.PlacementGroup(c.name(plan, "pg"), strategy="cluster", tags=tags)
     ami = aws.ssm.get_parameter(
-        name=GPU_AMI_PARAMETER.format(version=c.KUBERNETES_VERSION)).value
+        name=GPU_AMI_PARAMETER.format(version=k8s_version)).value
 
     groups = {}
     max_price = c.spot_max_price(plan)
@@ -303,7 +337,7 @@ def program(plan: "Plan") -> None:
             tags=[{"key": k, "value": v, "propagate_at_launch": True}
                   for k, v in _asg_tags(plan, pool, tags).items()],
             opts=pulumi.ResourceOptions(ignore_changes=["desired_capacity"],
-                                        depends_on=[cluster, *addons]))
+                                        depends_on=[cluster, gpu_access, *addons]))
 
     kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data,
                                    cluster.name).apply(lambda a: _kubeconfig(*a, plan.region))
@@ -322,8 +356,14 @@ def program(plan: "Plan") -> None:
     installed = c.install_addons(k8s, pulumi, plan, provider, depends_on=[system], values={
         "cluster-autoscaler": {"autoDiscovery": {"clusterName": c.name(plan)},
                                "awsRegion": plan.region, "expanderPriorities": priorities,
-                               "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}})
+                               "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}},
+        facts=lambda a: versions.pinned_facts(a, k8s_version))
 
+    if interruption.wanted(plan):   # spot: drain on the 2-minute warning (interruption.py)
+        nth_role = _role(aws, pulumi, plan, "nth-role", "pods.eks.amazonaws.com", [], tags)
+        installed["aws-node-termination-handler"] = interruption.install(
+            aws, pulumi, k8s, plan, tags=tags, cluster=cluster, groups=groups,
+            provider=provider, role=nth_role, depends_on=[system], account=account)
     storage_id = _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
                           kms, provider, list(installed.values()))
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
