@@ -36,7 +36,9 @@ def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend:
         launch = build_launch(make_plan(spec, catalog))
         click.echo(f"# reclaunch up --dry-run: nothing created. After a capacity fallback (other "
                    f"zones, on-demand) `up` rebuilds this launch from the provisioned plan.")
-        click.echo(launch.to_yaml(), nl=False)
+        from reclaunch.manifests.job import to_yaml
+        from reclaunch.manifests.secrets import redacted
+        click.echo(to_yaml(redacted(launch.all())), nl=False)   # never a secret-looking value
         return
 
     try:
