@@ -72,8 +72,8 @@ def _num(v: Any) -> float | None:
         return None
     try:
         return float(v)
-    except OverflowError:   # an int beyond any float (10**400)
-        return float("inf") if v > 0 else float("-inf")
+    except OverflowError:   # an int beyond any float (10**400): garbage, not infinity
+        raise _Garbage("number") from None
 
 
 def _ranged(key: str, v: Any) -> float | None:

@@ -69,7 +69,7 @@ SYSTEM_PATHS = ("/proc", "/dev", "/sys", "/etc", "/usr", "/bin", "/sbin", "/lib"
 def mount_path(v: str) -> str:
     import posixpath
 
-    norm = posixpath.normpath(v)
+    norm = "/" + posixpath.normpath(v).lstrip("/")   # "//x" is "/x" here
     if norm == "/" or any(norm == p or norm.startswith(p + "/") for p in SYSTEM_PATHS):
         raise ValueError(f"{v!r} is a system directory; mount the storage on its own path "
                          "(default /data)")

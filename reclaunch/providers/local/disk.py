@@ -1,4 +1,6 @@
-"""A full disk under $RECLAUNCH_HOME, said in one line: which device, and what was kept."""
+"""What the supervisor leaves behind for the worst case: a full disk under $RECLAUNCH_HOME
+said in one line (which device, what was kept), and the identities of every process it had,
+so `down` still stops a job's setsid daemon after the supervisor itself was SIGKILLed."""
 
 from __future__ import annotations
 
@@ -27,3 +29,35 @@ def say(line: str) -> None:
         pass
 
 
+
+
+def recorded_procs() -> dict[str, str]:
+    """{pid: identity} of this process's descendants (it is a child subreaper: a daemon that
+    left with setsid and a clean environment is still one), for state.json["procs"]."""
+    import os
+
+    from reclaunch.providers.local.ident import descendants
+    return {str(p): i for p, i in sorted(descendants(os.getpid()).items())[:4096]}
+
+
+def tighten(root: Path, limit: int = 20_000) -> int:
+    """Owner-only modes for what the job wrote under the run's directory (the trainer makes
+    its checkpoints 0644 for pods of another uid; here there is only this user): group and
+    other bits cleared on every file and directory, links never followed. -> entries fixed."""
+    import os
+    import stat
+
+    fixed = 0
+    for n, (dirpath, dirnames, filenames) in enumerate(os.walk(root, followlinks=False)):
+        for name in [*dirnames, *filenames]:
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+                if not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o077:
+                    os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
+                    fixed += 1
+            except OSError:
+                continue
+        if n >= limit:
+            break
+    return fixed

@@ -216,12 +216,12 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
 
 _RANK = re.compile(r"^\[rank(\d{1,7})\]: ?(.*)$", re.S)
 # Bounded digit runs: a progress line is short; 400 digits of "step" is not a step.
-_STEP = re.compile(r"\bstep=(\d{1,15}) loss=(\S{1,64}) samples_per_s=(\S{1,64})")
-_DONE = re.compile(r"\bdone steps=(\d{1,15}) final_loss=(\S{1,64}) samples_per_s=(\S{1,64})")
-_INFO_STEPS = re.compile(r"^info model=.*\bstart_step=(\d{1,15}) steps=(\d{1,15})")
-_RESUMED = re.compile(r"^info resumed_from_step=(\d{1,15})")
-_CKPT = re.compile(r"^info checkpoint step=(\d{1,15})")
-_SIGTERM = re.compile(r"^info sigterm step=(\d{1,15})")
+_STEP = re.compile(r"\bstep=(\d{1,15})(?!\d) loss=(\S{1,64}) samples_per_s=(\S{1,64})(?!\S)")
+_DONE = re.compile(r"\bdone steps=(\d{1,15})(?!\d) final_loss=(\S{1,64}) samples_per_s=(\S{1,64})(?!\S)")
+_INFO_STEPS = re.compile(r"^info model=.*\bstart_step=(\d{1,15})(?!\d) steps=(\d{1,15})(?!\d)")
+_RESUMED = re.compile(r"^info resumed_from_step=(\d{1,15})(?!\d)")
+_CKPT = re.compile(r"^info checkpoint step=(\d{1,15})(?!\d)")
+_SIGTERM = re.compile(r"^info sigterm step=(\d{1,15})(?!\d)")
 
 MAX_LINE = 64 * 1024        # longer log lines are cut (a job writing without newlines)
 MAX_PARSED = 4096           # longer ones are never a trainer progress line

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from reclaunch.providers.local import proc as lp
-from reclaunch.providers.local.disk import no_space, say as _say
+from reclaunch.providers.local.disk import no_space, recorded_procs, say as _say, tighten
 
 TICK = 0.2
 
@@ -213,7 +213,10 @@ class Supervisor:
 
     def on_event(self, ev: dict[str, Any]) -> None:
         from reclaunch.providers.local.progress import apply
-        if apply(self.progress, ev) == "step" and self.restarting_since and not any(
+        kind = apply(self.progress, ev)
+        if kind == "checkpoint":   # the trainer writes 0644: owner-only, like all our state
+            tighten(self.root)
+        if kind == "step" and self.restarting_since and not any(
                 r["status"] in ("noticed", "killed") for r in self.preemptions):
             self.restarting_since = None
 
@@ -234,7 +237,7 @@ class Supervisor:
         self.state = self.job_state()
         self.save_state({
             "name": self.name, "run_id": self.run_id, "supervisor_pid": os.getpid(),
-            "supervisor_id": self.ident,
+            "supervisor_id": self.ident, "procs": recorded_procs(),
             "port": self.port, "state": self.state, "message": self.message,
             "failure": self.failure, "nodes": self.nodes, "preemptions": self.preemptions,
             "progress": self.progress, "started_at": self.started_at,
@@ -331,6 +334,7 @@ class Supervisor:
             self.reap()
         self.read_logs()
         self.stop_nodes()
+        tighten(self.root)   # checkpoints and result.json written since: 0600 / 0700
         self.write(force=True)
         when = self.launch["teardown"]
         # The same teardown policy as every target (runtime/policy.py): keep_on_failure included;
