@@ -91,8 +91,10 @@ def logs(name: str, rank: int | None, follow: bool) -> None:
     """Logs of the job's master, or of one rank."""
     from reclaunch.providers.verbs import cli_logs
 
+    from reclaunch.ui.text import visible   # the job's bytes: no terminal escapes pass
+
     for line in cli_logs(name, rank=rank, follow=follow):
-        click.echo(line.rstrip("\n"))
+        click.echo(visible(line.rstrip("\n"), keep_newlines=False, limit=None))
 
 
 @cli.command()

@@ -90,3 +90,18 @@ def test_a_truncated_journal_tells_one_story(env):
     assert "no cluster named" not in diag.stderr and diag.returncode == 1   # exists; no metrics
     pre = run(env, "preempt", "trunc", "--node", "0")
     assert "no cluster named" not in pre.stderr and "not running" in pre.stderr
+
+
+def test_logs_and_error_lines_show_escapes_as_text(env):
+    home = Path(env["RECLAUNCH_HOME"])
+    root = _local(home, "noisy", _good("noisy"),
+                  launch_json=json.dumps({"name": "noisy", "run_id": "r", "nodes": 1,
+                                          "max_nodes": 1, "nproc": 1}))
+    (root / "nodes").mkdir()
+    (root / "nodes" / "node-0.log").write_text("[rank0]: hi \x1b]0;owned\x07 \x1b[31mred\n")
+    proc = run(env, "logs", "noisy")
+    assert proc.returncode == 0 and "\x1b" not in proc.stdout and "\\x1b]0;owned" in proc.stdout
+    (root / "launch.json").write_text(json.dumps({"name": "noisy", "max_nodes": "\x1b[31mabc"}))
+    proc = run(env, "logs", "noisy", "--rank", "0")
+    assert proc.returncode == 1 and "launch.json is damaged: max_nodes" in proc.stderr
+    assert "\x1b" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -159,7 +159,7 @@ class LocalProvider:
             if state and state.get("state") != "Created" or state and state.get("state") in lp.TERMINAL:
                 break
             if proc.poll() is not None:
-                tail = (root / "supervisor.log").read_text(errors="replace").strip().splitlines()[-5:]
+                tail = [str(ln) for _, ln in lp.Tail([root / "supervisor.log"], tail_bytes=8192).read()][-5:]
                 raise ProviderError(f"local supervisor exited ({proc.returncode}): " + " | ".join(tail))
             if time.monotonic() > deadline:
                 raise ProviderError("local supervisor did not start within 120 s",
