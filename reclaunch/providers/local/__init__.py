@@ -276,8 +276,10 @@ class LocalProvider:
         return None
 
     def names(self) -> list[str]:
-        base = lp.home()
-        return sorted(p.name for p in base.iterdir() if self.holds(p.name))
+        import re
+        base = lp.home()   # only names a cluster can have: a stray "../x" or "[/b]" dir is none
+        return sorted(p.name for p in base.iterdir()
+                      if re.fullmatch(r"[a-z0-9-]{1,40}", p.name) and self.holds(p.name))
 
     def interrupted_hint(self, name: str, path: str) -> str:
         return (f"a local cluster runs on without `up`: `reclaunch status {name}` shows it, "
