@@ -221,3 +221,17 @@ def test_recorded_procs_are_validated(home):
 
     assert recorded({"procs": {"12": "boot:1", "x": "a:b", "-1": "a:1", "5": 7}}) == {12: "boot:1"}
     assert recorded({"procs": "junk"}) == {}
+
+
+def test_logs_after_a_huge_line_still_come_and_status_reads_the_tail(home, provider):
+    root = _state(home, "long", **{"state": "Succeeded"})
+    lp.write_json(root / "launch.json", {"name": "long", "run_id": "r1", "nodes": 1,
+                                         "max_nodes": 1, "nproc": 1})
+    (root / "nodes").mkdir()
+    with open(root / "nodes" / "node-0.log", "w") as f:
+        f.write("z" * (3 * lp.MAX_READ) + "\n")          # a line bigger than one read
+        f.writelines(f"[rank0]: line {i}\n" for i in range(1000))
+    lines = list(provider.logs("long", rank=0))
+    assert len(lines) == 1000 and lines[-1] == "[rank0]: line 999"
+    recent = list(provider.recent_logs("long", rank=0, max_bytes=200))
+    assert 0 < len(recent) < 20 and recent[-1] == "[rank0]: line 999"

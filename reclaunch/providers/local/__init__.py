@@ -187,7 +187,7 @@ class LocalProvider:
         return [self.status(n) for n in names]
 
     def recent_logs(self, name: str, rank: int | None = None,
-                    max_bytes: int = 8 * 2**20) -> Iterator[str]:
+                    max_bytes: int = 2**20) -> Iterator[str]:
         """The newest `max_bytes` of each node's log (what `status` measures from): cheap and
         bounded however long the run or its lines."""
         return self.logs(name, rank=rank, tail_bytes=max_bytes)
@@ -207,17 +207,16 @@ class LocalProvider:
         while True:
             for path in sorted((root / "nodes").glob("node-*.log")):
                 tail.add(path)
-            while batch := tail.read():   # bounded reads: a big file comes in parts
-                for path, line in batch:
-                    r, _ = lp.split_rank(line)
-                    if rank is not None and r != rank:
-                        continue
-                    yield line if r is not None else f"[{path.stem}] {line}"
+            for path, line in tail.drain():   # bounded reads: a big file comes in parts
+                r, _ = lp.split_rank(line)
+                if rank is not None and r != rank:
+                    continue
+                yield line if r is not None else f"[{path.stem}] {line}"
             if not follow:
                 return
             state = lp.read_json(root / "state.json") or {}
             if not lp.supervisor_alive(state):
-                for path, line in tail.read():
+                for path, line in tail.drain():
                     r, _ = lp.split_rank(line)
                     if rank is None or r == rank:
                         yield line if r is not None else f"[{path.stem}] {line}"

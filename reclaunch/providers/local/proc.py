@@ -297,6 +297,7 @@ class Tail:
         self._partial: dict[Path, str] = {}
         self._skipping: set[Path] = set()
         self.cut_lines = 0
+        self.bytes_read = 0
         for p in paths:
             self.add(p)
 
@@ -314,12 +315,22 @@ class Tail:
                 self._skipping.add(path)   # the first (partial) line is not a whole line
         self.offsets[path] = start
 
+    def drain(self) -> Iterable[tuple[Path, str]]:
+        """Every whole line there is now, read MAX_READ bytes at a time (a call that only
+        skips the middle of a cut line returns no lines, yet more may follow)."""
+        while True:
+            self.bytes_read = 0
+            yield from self.read()
+            if not self.bytes_read:
+                return
+
     def read(self) -> list[tuple[Path, str]]:
         out: list[tuple[Path, str]] = []
         for path, off in list(self.offsets.items()):
             chunk = _read_regular(path, off, MAX_READ)
             if not chunk:
                 continue
+            self.bytes_read += len(chunk)
             self.offsets[path] = off + len(chunk)
             text = self._partial.pop(path, "") + chunk.decode("utf-8", "replace")
             lines = text.split("\n")
