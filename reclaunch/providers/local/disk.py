@@ -61,3 +61,13 @@ def tighten(root: Path, limit: int = 20_000) -> int:
         if n >= limit:
             break
     return fixed
+
+
+def become_subreaper() -> None:
+    """Adopt orphaned workers (their agent was SIGKILLed) so they are reaped here, not by init."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):  # not Linux: the environment marker still finds them
+        pass

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from reclaunch.providers.local import proc as lp
-from reclaunch.providers.local.disk import no_space, recorded_procs, say as _say, tighten
+from reclaunch.providers.local.disk import (become_subreaper as _become_subreaper, no_space,
+                                            recorded_procs, say as _say, tighten)
 
 TICK = 0.2
 
@@ -50,6 +51,8 @@ class Supervisor:
         self.port: int | None = None
         self._last_write = 0.0
         self.disk_full: str | None = None
+        self._procs: dict[str, str] = {}   # state.json["procs"]: what `down` stops by identity
+        self._procs_at = -1e9
         from reclaunch.providers.local.ident import identity
         self.ident = identity(os.getpid())   # pid + start time: what `down` checks before a signal
         # The CLI started us with this run's marker (proc.run_marker): our processes carry it.
@@ -235,9 +238,11 @@ class Supervisor:
             return
         self._last_write = now
         self.state = self.job_state()
+        if now - self._procs_at >= 5.0:   # a /proc scan: every few seconds, not every write
+            self._procs, self._procs_at = recorded_procs(), now
         self.save_state({
             "name": self.name, "run_id": self.run_id, "supervisor_pid": os.getpid(),
-            "supervisor_id": self.ident, "procs": recorded_procs(),
+            "supervisor_id": self.ident, "procs": self._procs,
             "port": self.port, "state": self.state, "message": self.message,
             "failure": self.failure, "nodes": self.nodes, "preemptions": self.preemptions,
             "progress": self.progress, "started_at": self.started_at,
@@ -368,14 +373,6 @@ class Supervisor:
         self.stopping = True
 
 
-def _become_subreaper() -> None:
-    """Adopt orphaned workers (their agent was SIGKILLed) so they are reaped here, not by init."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):  # not Linux: the environment marker still finds them
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:
