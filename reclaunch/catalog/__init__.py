@@ -232,7 +232,12 @@ def load_catalog(overlay: bool = True, overlay_dir: Path | None = None) -> Catal
     extra = read_overlay((overlay_dir or user_overlay_dir()) / "instances.csv")
     if extra is None:
         return cat
+    from reclaunch.catalog.overlay import far_from_bundled, warn_once
+
     merged = {o.key: o for o in cat.offers}
+    for o in extra:   # flagged, still used: prices move, unit slips should not pass silently
+        if o.key in merged and (why := far_from_bundled(o, merged[o.key])):
+            warn_once(why)
     merged.update({o.key: o for o in extra})
     return replace(cat, version=f"{cat.version}+overlay", offers=tuple(merged.values()))
 

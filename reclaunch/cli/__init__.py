@@ -174,9 +174,11 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
     the_plan = planner.make_plan(spec, catalog)
     objs = render_plan(the_plan)
     pre = [*prerequisites(the_plan), preflight_job(the_plan)] if preflight else []
-    if not out_dir:
-        click.echo(to_yaml(objs + pre[-1:]), nl=False)
+    from reclaunch.manifests.secrets import holds_user_env, redacted
+    if not out_dir:   # printed: secret-looking values redacted (secrets.py); --out writes them
+        click.echo(to_yaml(redacted(objs + pre[-1:])), nl=False)
         return
+    private = holds_user_env(the_plan)   # files that may hold job.env values: owner-only
     # Two folders: `kubectl apply -f DIR` must not start the preflight beside the training
     # job (both want every GPU). DIR/preflight holds what the preflight needs to run alone.
     out = Path(out_dir)
@@ -185,9 +187,11 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
         for folder, group in ((out, objs), (out / "preflight", pre)):
             if not group:
                 continue
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
+            if private:
+                folder.chmod(0o700)
             for i, obj in enumerate(group):
-                (folder / file_name(i, obj)).write_text(to_yaml([obj]))
+                _write(folder / file_name(i, obj), to_yaml([obj]), 0o600 if private else 0o644)
                 written += 1
     except OSError as exc:
         from reclaunch.errors import output_error
@@ -196,6 +200,14 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
     click.echo(f"wrote {written} files to {out}" + (
         f" (the preflight in {out / 'preflight'}: apply it first, alone)" if pre else ""),
         err=True)
+
+
+def _write(path, text: str, mode: int) -> None:
+    import os
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    os.fchmod(fd, mode)   # an existing file keeps its mode through O_CREAT
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
 
 
 # ------------------------------------------------------------------ catalog refresh / preview

@@ -36,7 +36,9 @@ def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend:
         launch = build_launch(make_plan(spec, catalog))
         click.echo(f"# reclaunch up --dry-run: nothing created. After a capacity fallback (other "
                    f"zones, on-demand) `up` rebuilds this launch from the provisioned plan.")
-        click.echo(launch.to_yaml(), nl=False)
+        from reclaunch.manifests.job import to_yaml
+        from reclaunch.manifests.secrets import redacted
+        click.echo(to_yaml(redacted(launch.all())), nl=False)   # never a secret-looking value
         return
 
     try:
@@ -89,8 +91,10 @@ def logs(name: str, rank: int | None, follow: bool) -> None:
     """Logs of the job's master, or of one rank."""
     from reclaunch.providers.verbs import cli_logs
 
+    from reclaunch.ui.text import visible   # the job's bytes: no terminal escapes pass
+
     for line in cli_logs(name, rank=rank, follow=follow):
-        click.echo(line.rstrip("\n"))
+        click.echo(visible(line.rstrip("\n"), keep_newlines=False, limit=None))
 
 
 @cli.command()

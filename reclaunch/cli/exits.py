@@ -54,9 +54,11 @@ def run(cli: click.Group, argv: list[str] | None = None) -> None:
         from reclaunch.errors import SpecError
 
         # Spec problems already read `file:line: field: message`; the rest get a prefix.
+        from reclaunch.ui.text import visible   # a job's or a file's text: escapes made visible
+
         lines = exc.problems if isinstance(exc, SpecError) else [f"error: {exc}"]
         for line in lines:
-            click.echo(line, err=True)
+            click.echo(visible(line, limit=4000), err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
@@ -87,7 +89,8 @@ def run(cli: click.Group, argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug of ours: still one line unless asked for the traceback
         if os.environ.get("RECLAUNCH_DEBUG"):
             raise
-        click.echo(f"internal error: {type(exc).__name__}: {exc} "
+        from reclaunch.ui.text import visible
+        click.echo(f"internal error: {type(exc).__name__}: {visible(exc, limit=1000)} "
                    "(set RECLAUNCH_DEBUG=1 for the traceback, and please report it)", err=True)
         sys.exit(1)
     sys.exit(0)

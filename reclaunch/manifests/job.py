@@ -153,6 +153,7 @@ def _env_list(env: dict[str, str]) -> list[dict[str, str]]:
 def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[str, Any]:
     from reclaunch.fabric import ld_library_export, nccl_env
     from reclaunch.manifests.env import job_env
+    from reclaunch.manifests.secrets import secret_refs, value_from
 
     spec = plan.spec
     req = requirements(plan)
@@ -179,7 +180,7 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
         "imagePullPolicy": "IfNotPresent",
         "command": command,
         "args": args,
-        "env": _env_list(env),
+        "env": _env_list(env) + value_from(secret_refs(plan)),   # secrets.py: never a value
         "ports": [{"name": "pytorchjob-port", "containerPort": MASTER_PORT}],
         "resources": pod_resources(plan),
     }

@@ -14,10 +14,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def provider_for(name: str):
-    """The provider of a known cluster (from its journal record)."""
+    """The provider of a known cluster (from its journal record; with the record lost or
+    damaged, the provider that still holds the name, so `status`, `logs`, `diagnose` and
+    `preempt` all agree on whether the cluster exists)."""
     from reclaunch.providers import get
+    from reclaunch.providers.claims import provider_without_journal
     _check_name(name)
-    return get(Journal(name).record().cloud)
+    try:
+        return get(Journal(name).record().cloud)
+    except ReclaunchError as exc:
+        return provider_without_journal(name, None, None, exc)
 
 
 def _check_name(name: str) -> None:
@@ -73,6 +79,7 @@ def cli_status(name: str | None = None) -> list["JobStatus"]:
     from reclaunch.providers.claims import provider_without_journal
     from reclaunch.runtime.lifecycle import _status_obj
     if name is not None:
+        _check_name(name)   # never a path: `status ../../x` must not read outside the home
         try:
             return with_measured([_provider_for(name).status(name)])
         except ReclaunchError as exc:

@@ -11,10 +11,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError,
-                      WithJsonSchema, field_validator, model_validator)
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator,
+                      Field, PrivateAttr, Tag, ValidationError, WithJsonSchema, field_validator,
+                      model_validator)
 
 from reclaunch.errors import SpecError
+from reclaunch.spec import env_rules
 from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS  # noqa: F401
 from reclaunch.spec.units import COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, parse_count, parse_size
 
@@ -31,7 +33,12 @@ def _str_value(v: object) -> object:
     return v
 
 
-EnvValue = Annotated[str, BeforeValidator(_str_value)]
+EnvValue = Annotated[str, BeforeValidator(_str_value), AfterValidator(env_rules.env_value)]
+# job.env: a value, or {secret: NAME, key: KEY} (manifests/secrets.py renders it). The tags
+# start "function-" so messages.py leaves them out of the field path it prints.
+JobEnvValue = Annotated[Annotated[env_rules.SecretRef, Tag(env_rules.REF)]
+                        | Annotated[EnvValue, Tag(env_rules.VALUE)],
+                        Discriminator(env_rules.discriminate)]
 
 
 def _no_bool(v: object) -> object:
@@ -67,7 +74,8 @@ class Interconnect(Strict):
 class Storage(Strict):
     kind: StorageKind = "none"
     size: Size | None = Field(None, description='Capacity, e.g. "100TiB" or "1.2TiB"')
-    mount_path: str = Field("/data", pattern=r"^/[^\s]*$")
+    mount_path: Annotated[str, AfterValidator(env_rules.mount_path)] = Field(
+        "/data", pattern=r"^/[^\s]*$", max_length=1024)
     existing: str | None = Field(None, description="Existing file system id / StorageClass (cephfs, pvc)")
     storage_class: str | None = None
 
@@ -135,7 +143,7 @@ class Job(Strict):
         None, ge=1, description='Compressed image size, e.g. "12GB": prices its pull in the startup timeline')
     command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     args: list[EnvValue] = []
-    env: dict[EnvName, EnvValue] = {}
+    env: dict[EnvName, JobEnvValue] = {}
     batch_size: Count = Field(4096, ge=1, le=1 << 24, description="Per GPU (per process)")
     grad_accumulation: Int = Field(1, ge=1, le=4096)
     precision: Precision = "bf16"
@@ -144,6 +152,8 @@ class Job(Strict):
     dataset: Dataset = Dataset(samples=1_000_000)
     max_restarts: Int = Field(10, ge=0, le=1000)
     num_workers: Int | None = Field(None, ge=0, le=256, description="Dataloader workers per process")
+
+    _env_names = field_validator("env")(env_rules.job_env)
 
     @field_validator("command", "args", mode="before")
     @classmethod

@@ -63,7 +63,7 @@ def test_aws_subnets_are_placed_by_zone_id_skipping_what_eks_refuses():
     import pytest
 
     from reclaunch.errors import ProviderError
-    from stacks.aws.program import cluster_zone_ids
+    from stacks.aws.network import cluster_zone_ids
 
     plan = make_plan("aws")
     names, ids = ["us-east-1a", "us-east-1b", "us-east-1c"], ["use1-az6", "use1-az1", "use1-az2"]
