@@ -120,6 +120,8 @@ class Cost:
     price_source: str | None
     stale: bool
     expected_reclaims: float = 0.0
+    on_demand_total_usd_range: list[float] | None = None   # [P10, P90] (planner/uncertainty.py)
+    spot_total_usd_range: list[float] | None = None
 
 
 @dataclass
@@ -151,6 +153,8 @@ class Plan:
     picked_from: list[str] = field(default_factory=list)      # instance types the pick compared
     zones_as_planned: list[str] = field(default_factory=list)  # before any capacity fallback
     sharding: Sharding | None = None
+    throughput_range: list[float] | None = None     # [P10, P90] samples/s (planner/uncertainty.py)
+    duration_hours_range: list[float] | None = None
 
     @property
     def name(self) -> str:
@@ -181,7 +185,9 @@ class Plan:
             "comm": asdict(self.comm),
             "step": asdict(self.step),
             "throughput_samples_per_second": self.throughput_samples_per_second,
+            "throughput_range": self.throughput_range,
             "duration_hours": self.duration_hours,
+            "duration_hours_range": self.duration_hours_range,
             "cost": asdict(self.cost),
             "nccl_env": dict(self.nccl_env),
             "dataloader_workers": self.dataloader_workers,

@@ -15,6 +15,11 @@ def _usd(v: float | None) -> str:
     return "no price" if v is None else f"${v:,.2f}" if v < 100 else f"${v:,.0f}"
 
 
+def _span(rng, fmt, what: str = "") -> str:
+    """ "  [P10-P90 a - b]": the calibration spread (planner/uncertainty.py), when there is one."""
+    return f"  [{what}P10-P90 {fmt(rng[0])} - {fmt(rng[1])}]" if rng else ""
+
+
 def _rate(v: float) -> str:
     return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.1f}k" if v >= 1e3 else f"{v:.0f}"
 
@@ -45,12 +50,15 @@ def plan_renderables(plan) -> list:
     head.add_row("fits", ("yes" if m.fits else "NO") +
                  f": {m.total_bytes_per_gpu / GIB:.2f} of {m.capacity_bytes_per_gpu / GIB:.1f} GiB per GPU")
     head.add_row("throughput", f"{_rate(plan.throughput_samples_per_second)} samples/s"
-                 + (" (rough CPU constant)" if plan.instance_type is None else ""))
-    head.add_row("duration", f"{plan.duration_hours:.2f} h")
+                 + (" (rough CPU constant)" if plan.instance_type is None else "")
+                 + _span(plan.throughput_range, _rate))
+    head.add_row("duration", f"{plan.duration_hours:.2f} h" + _span(plan.duration_hours_range, lambda v: f"{v:.2f}"))
     od = c.on_demand_total_usd
-    head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)")
+    head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)"
+                 + _span(c.on_demand_total_usd_range, _usd))
     head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean, P50 {_usd(c.spot_p50_usd)}, "
-                 f"P90 {_usd(c.spot_p90_usd)} ({c.expected_reclaims:.2f} reclaims expected)")
+                 f"P90 {_usd(c.spot_p90_usd)} ({c.expected_reclaims:.2f} reclaims expected)"
+                 + _span(c.spot_total_usd_range, _usd, "model "))
     head.add_row("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}")
     head.add_row("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else ""))
 
