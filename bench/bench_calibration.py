@@ -57,7 +57,7 @@ def write(values: list[float], loso: list[float], n: int) -> None:
         if len(path) == 1:
             text = re.sub(rf"(?m)^(  {key}: )[0-9.eE+-]+", lambda m: m.group(1) + _num(v), text, count=1)
         else:
-            text = re.sub(rf"(?m)^(  {path[0]}: \{{{path[1]}: )[0-9.eE+-]+",
+            text = re.sub(rf"(?m)^(  {path[0]}: \{{.*?\b{path[1]}: )[0-9.eE+-]+",
                           lambda m: m.group(1) + _num(v), text, count=1)
     q10, q50, q90 = (quantile([math.exp(x) for x in loso], q) for q in (0.1, 0.5, 0.9))
     block = (f"  # predicted / published over the calibration rows, each predicted with the constants\n"

@@ -93,8 +93,10 @@ def dense_seconds(spec, hw: Hardware, dense) -> tuple[float, float]:
     if hw.device == "cpu":   # cloud: local keeps its one CPU constant (planner.yaml local)
         s = dense.flops_fwd * mult * b / (hw.peak_tflops * 1e12 * hw.utilisation)
         return s, s * c["dense_backward_multiplier"] / mult
-    peak = hw.peak_tflops * 1e12 * c["gemm_efficiency"]
     ab = _act_bytes(spec.job.precision)
+    # Half precision doubles the tensor-core peak but not the end-to-end GEMM rate (autocast
+    # casts, loss scaling, smaller tiles per byte moved): its own factor, fitted.
+    peak = hw.peak_tflops * 1e12 * c["gemm_efficiency"] * (c["gemm_half_precision_factor"] if ab == 2 else 1.0)
     hbm = hw.stream * 1e9
     gemm_s, gemm_flops = 0.0, 0.0
     for k, n, per in dense.gemms:
@@ -118,8 +120,10 @@ def launch_seconds(spec, dense_layers: int) -> float:
 
 
 def step_overhead_seconds(device: str) -> float:
-    return float(constants()["local"]["step_overhead_seconds"] if device == "cpu"
-                 else _p()["step_overhead_seconds"])
+    """Per-step work that does not scale with the batch (optimizer step, loss, host sync)."""
+    if device == "cpu":
+        return float(constants()["local"]["step_overhead_seconds"])
+    return float(_p()["step_overhead_seconds"])
 
 
 def input_ceiling(spec, hw: Hardware, nodes: int) -> float | None:
