@@ -15,9 +15,10 @@ def _usd(v: float | None) -> str:
     return "no price" if v is None else f"${v:,.2f}" if v < 100 else f"${v:,.0f}"
 
 
-def _span(rng, fmt, what: str = "") -> str:
-    """ "  [P10-P90 a - b]": the calibration spread (planner/uncertainty.py), when there is one."""
-    return f"  [{what}P10-P90 {fmt(rng[0])} - {fmt(rng[1])}]" if rng else ""
+def _span(rng, fmt) -> str:
+    """ "  [P10-P90 a - b]": the calibration spread (planner/uncertainty.py), when there is one.
+    It starts with "P": rich would take "[lowercase ...]" for markup and drop it."""
+    return f"  [P10-P90 {fmt(rng[0])} - {fmt(rng[1])}]" if rng else ""
 
 
 def _rate(v: float) -> str:
@@ -56,9 +57,9 @@ def plan_renderables(plan) -> list:
     od = c.on_demand_total_usd
     head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)"
                  + _span(c.on_demand_total_usd_range, _usd))
-    head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean, P50 {_usd(c.spot_p50_usd)}, "
-                 f"P90 {_usd(c.spot_p90_usd)} ({c.expected_reclaims:.2f} reclaims expected)"
-                 + _span(c.spot_total_usd_range, _usd, "model "))
+    head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean" + _span(c.spot_total_usd_range, _usd)
+                 + f"; reclaims alone: P50 {_usd(c.spot_p50_usd)}, P90 {_usd(c.spot_p90_usd)} "
+                 f"({c.expected_reclaims:.2f} expected)")
     head.add_row("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}")
     head.add_row("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else ""))
 
