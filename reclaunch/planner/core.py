@@ -5,11 +5,12 @@ from __future__ import annotations
 from reclaunch import host
 from reclaunch.errors import PlanError
 from reclaunch.planner import cost as costmod
-from reclaunch.planner.constants import constants
+from reclaunch.planner import uncertainty
+from reclaunch.planner.constants import constants, dtype_bytes
 from reclaunch.planner.evidence import gather
 from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
-from reclaunch.planner.perf import Hardware, dense_seconds, step_time
+from reclaunch.planner.perf import Hardware, dense_seconds, step_overhead_seconds, step_time
 from reclaunch.planner.shard_plan import plan_sharding
 
 
@@ -57,8 +58,8 @@ def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str,
     fabric, env, intra, inter = _fabric(spec, offer, catalog, warnings)
     hw = Hardware(hbm_gbs=gpu.hbm_tbps * 1e3 * perf["hbm_efficiency"],
                   peak_tflops=gpu.peak_tflops(spec.job.precision),
-                  utilisation=perf["dense_utilisation"][spec.job.precision],
-                  intra_gbs=intra, inter_gbs=inter)
+                  utilisation=perf["gemm_efficiency"], intra_gbs=intra, inter_gbs=inter,
+                  host_vcpus=offer.vcpus)
     return hw, fabric, env, int(offer.gpu_memory_gib * GIB), offer.gpu_memory_gib
 
 
@@ -119,7 +120,7 @@ def _inputs(spec, cat, offer, warnings):
     hw, fabric, env, cap, gpu_gib = _hardware(spec, offer, cat, warnings)
     fixed = fixed_part(spec, cap)
     dense_s, dense_bwd = dense_seconds(spec, hw, fixed.dense)
-    dense_ar = fixed.dense.params * constants()["memory"]["master_weight_bytes"]
+    dense_ar = fixed.dense.params * dtype_bytes(spec.job.gradient_dtype)   # on the wire
     return gpn, hw, fabric, env, cap, gpu_gib, fixed, dense_s, dense_bwd, dense_ar
 
 
@@ -164,11 +165,6 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     if offer is not None and offer.ram_gib < c["checks"]["host_ram_min_x_gpu_memory"] * offer.gpu_memory_gib:
         warnings.append(f"host RAM {offer.ram_gib:g} GiB is below {c['checks']['host_ram_min_x_gpu_memory']}x "
                         f"GPU memory ({offer.gpu_memory_gib:g} GiB): dataloaders may swap")
-    if spec.budget.max_usd is not None:
-        est = costmod.headline_usd(cost, spec.spot.enabled)
-        if est is not None and est > spec.budget.max_usd:
-            warnings.append(f"estimated {est:,.0f} USD exceeds budget.max_usd {spec.budget.max_usd:,.0f} "
-                            f"({spec.where('budget', 'max_usd')}); `up` will refuse without --force")
     rate, rate_src = costmod.reclaim_rate(spec, cloud)
     consts = {
         "planner_data_version": c["version"],
@@ -178,8 +174,10 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
                  "memory_gbs_per_process": c["local"]["memory_gbs_per_process"],
                  "source": c["local"]["source"]}),
         "hbm_gbs_effective": hw.hbm_gbs, "peak_tflops": hw.peak_tflops,
-        "dense_utilisation": hw.utilisation, "hbm_efficiency": c["perf"]["hbm_efficiency"],
-        "step_overhead_seconds": c["perf"]["step_overhead_seconds"],
+        "gemm_efficiency": hw.utilisation, "hbm_efficiency": c["perf"]["hbm_efficiency"],
+        "step_overhead_seconds": step_overhead_seconds(hw.device),
+        "kernel_launch_seconds": c["perf"]["kernel_launch_seconds"][spec.job.execution],
+        "execution": spec.job.execution, "gradient_dtype": spec.job.gradient_dtype,
         "intra_node_busbw_gbs": hw.intra_gbs, "inter_node_busbw_gbs": hw.inter_gbs,
         "alltoall_efficiency": {"intra": c["perf"]["alltoall_efficiency_intra"],
                                 "inter": c["perf"]["alltoall_efficiency_inter"]},
@@ -204,7 +202,7 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
         # Sharded tables are laid out for this world size and the trainer does not reshard
         # them on resume: an elastic job waits for its nodes instead of shrinking or growing.
         lo = hi = nodes
-    return Plan(
+    plan = Plan(
         spec=spec, cloud=cloud, region=offer.region if offer else spec.region,
         zones=list(spec.zones), instance_type=offer.instance_type if offer else None, offer=offer,
         nodes=nodes, min_nodes=lo, max_nodes=hi,
@@ -214,6 +212,13 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
         spot=spec.spot.enabled, dataloader_workers=workers, warnings=warnings, constants=consts,
         sharding=shard, throughput_model_samples_per_second=evi.throughput_model,
         throughput_basis=evi.basis, startup=evi.startup, context=context)
+    uncertainty.apply(plan)
+    if spec.budget.max_usd is not None:
+        est = uncertainty.budget_usd(cost, spec.spot.enabled)
+        if est is not None and est > spec.budget.max_usd:
+            warnings.append(f"estimated {est:,.0f} USD (P90) exceeds budget.max_usd {spec.budget.max_usd:,.0f} "
+                            f"({spec.where('budget', 'max_usd')}); `up` will refuse without --force")
+    return plan
 
 
 def _workers(spec, offer, gpn: int, warnings: list[str]) -> int:
@@ -228,6 +233,6 @@ def _workers(spec, offer, gpn: int, warnings: list[str]) -> int:
 
 def over_budget(plan: Plan) -> bool:
     cap = plan.spec.budget.max_usd
-    est = costmod.headline_usd(plan.cost, plan.spot)
+    est = uncertainty.budget_usd(plan.cost, plan.spot)    # the P90, not the point estimate
     return cap is not None and est is not None and est > cap
 

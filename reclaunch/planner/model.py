@@ -120,6 +120,8 @@ class Cost:
     price_source: str | None
     stale: bool
     expected_reclaims: float = 0.0
+    on_demand_total_usd_range: list[float] | None = None   # [P10, P90] (planner/uncertainty.py)
+    spot_total_usd_range: list[float] | None = None
 
 
 @dataclass
@@ -159,6 +161,8 @@ class Plan:
                                                                        "measured_at": None})
     startup: Any = None
     context: Any = field(default=None, repr=False)   # the PlanContext it was made with (not JSON)
+    throughput_range: list[float] | None = None     # [P10, P90] samples/s (planner/uncertainty.py)
+    duration_hours_range: list[float] | None = None
 
     @property
     def name(self) -> str:
@@ -192,7 +196,9 @@ class Plan:
             "throughput_model_samples_per_second": self.throughput_model_samples_per_second,
             "throughput_basis": dict(self.throughput_basis),
             "startup": self.startup.to_json() if self.startup is not None else None,
+            "throughput_range": self.throughput_range,
             "duration_hours": self.duration_hours,
+            "duration_hours_range": self.duration_hours_range,
             "cost": asdict(self.cost),
             "nccl_env": dict(self.nccl_env),
             "dataloader_workers": self.dataloader_workers,

@@ -152,6 +152,12 @@ class Job(Strict):
     dataset: Dataset = Dataset(samples=1_000_000)
     max_restarts: Int = Field(10, ge=0, le=1000)
     num_workers: Int | None = Field(None, ge=0, le=256, description="Dataloader workers per process")
+    # How the step is launched: the reference trainer runs eager PyTorch; cuda_graph (or an
+    # XLA-compiled step) pays far less per kernel launch (planner.yaml perf.kernel_launch_seconds).
+    execution: Literal["eager", "cuda_graph"] = "eager"
+    # Dense gradients on the wire: fp32 under autocast (the reference trainer), fp16/bf16 when the
+    # stack all-reduces in half precision (HugeCTR mixed precision, Horovod --compress).
+    gradient_dtype: Literal["fp32", "fp16", "bf16"] = "fp32"
 
     _env_names = field_validator("env")(env_rules.job_env)
 

@@ -15,6 +15,12 @@ def _usd(v: float | None) -> str:
     return "no price" if v is None else f"${v:,.2f}" if v < 100 else f"${v:,.0f}"
 
 
+def _span(rng, fmt) -> str:
+    """ "  [P10-P90 a - b]": the calibration spread (planner/uncertainty.py), when there is one.
+    It starts with "P": rich would take "[lowercase ...]" for markup and drop it."""
+    return f"  [P10-P90 {fmt(rng[0])} - {fmt(rng[1])}]" if rng else ""
+
+
 def _rate(v: float) -> str:
     return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.1f}k" if v >= 1e3 else f"{v:.0f}"
 
@@ -46,15 +52,18 @@ def plan_renderables(plan) -> list:
                  f"embeddings {m.total_embedding_bytes / GIB:.2f} GiB in all)")
     head.add_row("fits", ("yes" if m.fits else "NO") +
                  f": {m.total_bytes_per_gpu / GIB:.2f} of {m.capacity_bytes_per_gpu / GIB:.1f} GiB per GPU")
-    head.add_row("throughput", _throughput(plan))
+    head.add_row("throughput", _throughput(plan) + _span(plan.throughput_range, _rate))
     head.add_row("duration", _dur(plan.duration_hours * 3600) + (
-        f" (startup {_dur(plan.startup.seconds)} included)" if plan.startup is not None else ""))
+        f" (startup {_dur(plan.startup.seconds)} included)" if plan.startup is not None else "")
+        + _span(plan.duration_hours_range, lambda v: _dur(v * 3600)))
     if plan.startup is not None and plan.startup.steps:
         head.add_row("startup", _startup(plan.startup))
     od = c.on_demand_total_usd
-    head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)")
-    head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean, P50 {_usd(c.spot_p50_usd)}, "
-                 f"P90 {_usd(c.spot_p90_usd)} ({c.expected_reclaims:.2f} reclaims expected)")
+    head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)"
+                 + _span(c.on_demand_total_usd_range, _usd))
+    head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean" + _span(c.spot_total_usd_range, _usd)
+                 + f"; reclaims alone: P50 {_usd(c.spot_p50_usd)}, P90 {_usd(c.spot_p90_usd)} "
+                 f"({c.expected_reclaims:.2f} expected)")
     head.add_row("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}")
     head.add_row("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else ""))
 

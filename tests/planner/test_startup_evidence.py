@@ -112,6 +112,10 @@ def test_a_matching_record_prices_the_job_at_the_measured_rate():
     assert p.cost.on_demand_total_usd == pytest.approx(
         p.cost.on_demand_usd_per_hour * (train_h + p.startup.billed_seconds / 3600)
         + p.cost.control_plane_usd + p.cost.storage_usd)
+    # A measured rate is not the model's guess: its range is the run-to-run band, far narrower.
+    lo, hi = p.throughput_range
+    mlo, mhi = model.throughput_range
+    assert lo < 2.0e6 < hi and (hi / lo) < (mhi / mlo) / 1.5
 
 
 @pytest.mark.parametrize("change", [{"batch_size": 8192}, {"nodes": 3}, {"precision": "fp16"},
