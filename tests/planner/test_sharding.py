@@ -124,11 +124,18 @@ def test_env_carries_the_contract():
 
 
 def test_a_pin_this_cluster_cannot_build_falls_back_and_says_so():
-    # table_row_wise needs several nodes; make_spec is one node of 8 GPUs
+    # table_row_wise needs several nodes; make_spec is one node of 8 GPUs, where TorchRec's
+    # table_row_wise is row-wise over the host: that is what runs, and the plan says so
     tables = [{"name": "user_id", "rows": 1e6, "sharding": "table_row_wise"}]
     plan = make_plan(make_spec(model={"tables": tables}), bundled_catalog())
+    assert plan.sharding.tables[0].sharding_type == "row_wise"
+    assert any("table_row_wise cannot be built" in line and "row_wise instead" in line
+               for line in plan.sharding.explanation)
+    # column_wise of a dim no split divides (7): the closest executable thing, table_wise
+    tables = [{"name": "user_id", "rows": 1e6, "dim": 7, "sharding": "column_wise"}]
+    plan = make_plan(make_spec(model={"tables": tables}), bundled_catalog())
     assert plan.sharding.tables[0].sharding_type == "table_wise"
-    assert any("table_row_wise cannot be built" in line for line in plan.sharding.explanation)
+    assert any("column_wise cannot be built" in line for line in plan.sharding.explanation)
 
 
 def test_fused_kernel_only_where_fbgemm_takes_the_width():
