@@ -100,8 +100,15 @@ def _search(ctx: Ctx, sc: StepCtx, tables: tuple[TableIn, ...], pin_all: str | N
     starts, uniform = seeds(ctx, per_table)
     evals = [(evaluate(ctx, sc, s), s) for s in starts]
     uniform_ev = {k: next(e for e, s in evals if s == p) for k, p in uniform.items()}
+    # Descend from the best few starts and from TorchRec's rules of thumb  however
+    # it rates: that start is what TorchRec's own planner tends to end near.
+    rule = [_heuristic(ctx, opts) for opts in per_table]
+    heuristic = next(x for x in evals if x[1] == rule)
     evals.sort(key=lambda x: x[0].key)
-    results = [descend(ctx, sc, per_table, list(s), e) for e, s in evals[:_bounds()["starts"]]]
+    picked = evals[:_bounds()["starts"]]
+    if all(s is not heuristic[1] for _, s in picked):
+        picked.append(heuristic)
+    results = [descend(ctx, sc, per_table, list(s), e) for e, s in picked]
     best, best_ev = min(results, key=lambda x: x[1].key)
     return best, best_ev, uniform_ev
 
