@@ -15,7 +15,8 @@ from reclaunch.planner.perf import Hardware
 from reclaunch.planner.shard_cost import Ctx, options
 from reclaunch.planner.shard_search import search
 from reclaunch.planner.sharding import Eval, StepCtx, TableIn, evaluate
-from reclaunch.spec.sharders import PIN, is_sequence, kernel_for, pin_problems
+from reclaunch.spec.sharders import (EC, MODULE_SHARDING, PIN, TORCHREC_VERSION, is_sequence,
+                                     kernel_for, pin_problems)
 
 SHORT = {"data_parallel": "DP", "table_wise": "TW", "row_wise": "RW", "column_wise": "CW",
          "table_row_wise": "TWRW"}
@@ -158,8 +159,13 @@ def _explain(spec, sh: Sharding, ev: Eval, uniform: dict[str, Eval], ctx: Ctx, p
         counts[t.sharding_type] = counts.get(t.sharding_type, 0) + 1
     mix = ", ".join(f"{n} {k}" for k, n in counts.items())
     how = ("pinned by the spec" if pin_all else
-           "chosen per table by modeled step time (TorchRec-style estimator and greedy partitioner)")
+           "chosen per table by modeled step time (TorchRec-style estimator; seeded with "
+           "TorchRec's heuristics, greedy and uniform proposals, then improved by local moves)")
     lines = [f"sharding: {mix}; {how}"]
+    seq = [t.name for t in sh.tables if t.sequence]
+    if seq:
+        lines.append(f"{', '.join(seq)}: behaviour sequence, a TorchRec EmbeddingCollection: "
+                     f"{', '.join(MODULE_SHARDING[EC])} only (torchrec {TORCHREC_VERSION} sharder)")
     alt = [f"{SHORT[k]} {e.total * 1e3:.2f} ms" + (" (does not fit)" if e.overflow > 0 else "")
            for k, e in uniform.items()]
     if alt:

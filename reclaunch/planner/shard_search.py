@@ -23,7 +23,7 @@ from itertools import combinations
 
 from reclaunch.planner.constants import constants
 from reclaunch.planner.shard_cost import Ctx, Option
-from reclaunch.planner.sharding import Eval, StepCtx, TableIn, evaluate, quick, table_options
+from reclaunch.planner.sharding import KINDS, Eval, StepCtx, TableIn, evaluate, quick, table_options
 
 
 def _bounds() -> dict:
@@ -58,7 +58,7 @@ def seeds(ctx: Ctx, per_table: list[list[Option]]) -> tuple[list[list[Option]], 
     add([_cheapest([o for o in opts if o.piece_s + o.dp_opt_s <= share], W)
          or min(opts, key=lambda o: o.piece_s + o.dp_opt_s) for opts in per_table])
     add([_heuristic(ctx, opts) for opts in per_table])
-    kinds = sorted({k for b in by_kind for k in b})
+    kinds = [k for k in KINDS if any(k in b for b in by_kind)]
     uniform = {k: [b[k] for b in by_kind] for k in kinds if all(k in b for b in by_kind)}
     for plan in uniform.values():
         add(plan)
