@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from reclaunch.spec.facts import (  # noqa: F401
     LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD)
+from reclaunch.spec.sharders import pin_problems
 
 # Largest size each sized kind is sold at without a support request (bytes). azure-lustre:
 # the stack's SKU, AMLFS-Durable-Premium-250 (stacks/azure/storage.py AMLFS_SKUS); filestore:
@@ -80,6 +81,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         out.append((("storage", "existing"), "required for storage kind cephfs: "
                     "'<clusterID>/<fsName>' of the existing file system"))
     out += _capacity_rules(s)
+    out += pin_problems(s.model)          # a sharding the table's TorchRec module cannot take
     pattern, rule = NAME_RULES[s.cloud]
     if not re.fullmatch(pattern, s.name):
         out.append((("name",), f"{s.name!r} {rule} on {s.cloud}"))
