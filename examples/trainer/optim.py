@@ -25,10 +25,12 @@ class RecsysOptimizer(torch.optim.Optimizer):
     1/dim optimizer memory the planner assumes for row-wise Adagrad.
     """
 
-    def __init__(self, params: Iterable, kind: str, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+    def __init__(self, params: Iterable, kind: str, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
         if kind not in DEFAULT_LR:
             raise ValueError(f"unknown optimizer {kind!r}: expected one of {sorted(DEFAULT_LR)}")
-        super().__init__(params, dict(kind=kind, lr=lr, betas=betas, eps=eps, rows=False, rowwise=False))
+        super().__init__(params, dict(kind=kind, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      rows=False, rowwise=False))
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -44,6 +46,8 @@ class RecsysOptimizer(torch.optim.Optimizer):
                     if idx.numel() == 0:
                         continue
                     grad = grad.index_select(0, idx)
+                if group.get("weight_decay"):   # L2 as torch.optim / FBGEMM: on the rows updated
+                    grad = grad.add(p if idx is None else p.index_select(0, idx), alpha=group["weight_decay"])
                 self._update(group, p, grad, idx)
         return loss
 
@@ -87,11 +91,11 @@ class RecsysOptimizer(torch.optim.Optimizer):
             p.index_add_(0, idx, delta, alpha=-1)
 
 
-def build_optimizer(name: str, model: nn.Module, lr: float | None = None) -> RecsysOptimizer:
+def build_optimizer(name: str, model: nn.Module, lr: float | None = None, **kwargs) -> RecsysOptimizer:
     if name not in DEFAULT_LR:
         raise ValueError(f"unknown optimizer {name!r}: expected one of {sorted(DEFAULT_LR)}")
     emb = list(model.embedding.parameters())
     emb_ids = {id(p) for p in emb}
     dense = [p for p in model.parameters() if id(p) not in emb_ids]
     groups = [{"params": emb, "rows": True, "rowwise": True}, {"params": dense}]
-    return RecsysOptimizer(groups, name, DEFAULT_LR[name] if lr is None else lr)
+    return RecsysOptimizer(groups, name, DEFAULT_LR[name] if lr is None else lr, **kwargs)

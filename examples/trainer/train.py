@@ -37,53 +37,7 @@ import sharding  # noqa: E402
 SIGTERM_EXIT = 128 + signal.SIGTERM
 
 
-def _ints(text: str) -> list[int]:
-    return [_int(x) for x in str(text).split(",") if x.strip()]
-
-
-def _int(text) -> int:
-    text = str(text).strip()
-    try:
-        return int(text)  # accepts 1_000_000
-    except ValueError:
-        return int(float(text))  # accepts 1e6
-
-
-def _bool(text) -> bool:
-    return str(text).strip().lower() in ("1", "true", "yes", "on")
-
-
-# flag, env var, parser, default, help
-OPTIONS = [
-    ("--model", "RECLAUNCH_MODEL", str, "deepfm", "deepfm | dcnv2 | dlrm | din"),
-    ("--engine", "RECLAUNCH_ENGINE", str, "torchrec", "torchrec (sharded by the plan) | ddp (tables replicated)"),
-    ("--batch-size", "RECLAUNCH_BATCH_SIZE", _int, 256, "micro-batch per process"),
-    ("--grad-accum", "RECLAUNCH_GRAD_ACCUM", _int, 1, "micro-batches per optimizer step"),
-    ("--precision", "RECLAUNCH_PRECISION", str, "bf16", "fp32 | tf32 | bf16 | fp16 (CPU always runs fp32)"),
-    ("--optimizer", "RECLAUNCH_OPTIMIZER", str, "adam", "sgd | adagrad | rowwise_adagrad | adam"),
-    ("--lr", "RECLAUNCH_LR", float, None, "learning rate (default per optimizer)"),
-    ("--embedding-dim", "RECLAUNCH_EMBEDDING_DIM", _int, 16, "embedding dimension"),
-    ("--table-rows", "RECLAUNCH_TABLE_ROWS", _ints, data.DEFAULT_TABLE_ROWS, "rows per table, comma-separated"),
-    ("--mlp", "RECLAUNCH_MLP", _ints, [64, 32], "deep (DeepFM) / top (DCNv2) MLP sizes"),
-    ("--bottom-mlp", "RECLAUNCH_BOTTOM_MLP", _ints, [64], "DCNv2 bottom MLP sizes (dense features)"),
-    ("--cross-layers", "RECLAUNCH_CROSS_LAYERS", _int, 3, "DCNv2 cross layers"),
-    ("--cross-rank", "RECLAUNCH_CROSS_RANK", _int, 0, "DCNv2 low-rank cross (0 = full rank)"),
-    ("--attention-mlp", "RECLAUNCH_ATTENTION_MLP", _ints, [80, 40], "DIN attention MLP sizes"),
-    ("--history-length", "RECLAUNCH_HISTORY_LENGTH", _int, 0,
-     "DIN behaviour length without RECLAUNCH_SHARDING (last table; 0: 50 for din)"),
-    ("--steps", "RECLAUNCH_STEPS", _int, 300, "total optimizer steps"),
-    ("--log-every", "RECLAUNCH_LOG_EVERY", _int, 20, "log a step= line every N steps"),
-    ("--num-workers", "RECLAUNCH_NUM_WORKERS", _int, 0, "DataLoader workers per process"),
-    ("--data-dir", "DATA_DIR", str, None, "directory of .npy / .parquet shards"),
-    ("--dataset", "RECLAUNCH_DATASET", str, "auto", "auto | synthetic | files"),
-    ("--checkpoint-dir", "CHECKPOINT_DIR", str, None, "checkpoint directory (unset: no checkpoints)"),
-    ("--checkpoint-every-minutes", "CHECKPOINT_EVERY_MINUTES", float, 15.0, "time between checkpoints"),
-    ("--checkpoint-every-steps", "RECLAUNCH_CHECKPOINT_EVERY_STEPS", _int, 0, "steps between checkpoints (0 = off)"),
-    ("--keep-checkpoints", "RECLAUNCH_KEEP_CHECKPOINTS", _int, 3, "keep the newest K checkpoints"),
-    ("--seed", "RECLAUNCH_SEED", _int, 1234, "seed for model init and synthetic data"),
-    ("--result", "RECLAUNCH_RESULT", str, None, "result JSON path (default CHECKPOINT_DIR/../result.json)"),
-    ("--fused-embedding", "RECLAUNCH_FUSED_EMBEDDING", _bool, True, "one fused EmbeddingBag (false: per table)"),
-]
+from config import OPTIONS, parse_config  # noqa: E402,F401  (re-exported)
 
 
 @dataclass
@@ -98,32 +52,6 @@ class Dist:
     @property
     def is_main(self) -> bool:
         return self.rank == 0
-
-
-def parse_config(argv: list[str] | None = None, environ=None) -> argparse.Namespace:
-    environ = os.environ if environ is None else environ
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for flag, env, _, default, help_ in OPTIONS:
-        parser.add_argument(flag, default=None, help=f"{help_} [env {env}; default {default}]")
-    args = parser.parse_args(argv)
-    for flag, env, conv, default, _ in OPTIONS:
-        key = flag[2:].replace("-", "_")
-        raw = getattr(args, key)
-        if raw is None and environ.get(env, "") != "":
-            raw = environ[env]
-        try:
-            setattr(args, key, default if raw is None else conv(raw))
-        except ValueError:
-            parser.error(f"{flag} / {env}: cannot parse {raw!r}")
-    choices = {"model": ("deepfm", "dcnv2", "dlrm", "din"), "engine": ("torchrec", "ddp"), "precision": ("fp32", "tf32", "bf16", "fp16"),
-               "optimizer": ("sgd", "adagrad", "rowwise_adagrad", "adam"),
-               "dataset": ("auto", "synthetic", "files")}
-    for key, allowed in choices.items():
-        if getattr(args, key) not in allowed:
-            parser.error(f"--{key.replace('_', '-')}: {getattr(args, key)!r} is not one of {', '.join(allowed)}")
-    if args.batch_size < 1 or args.grad_accum < 1 or args.steps < 0 or args.log_every < 1:
-        parser.error("batch size, grad accumulation and log interval must be >= 1, steps >= 0")
-    return args
 
 
 def init_distributed() -> Dist:
