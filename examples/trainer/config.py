@@ -5,6 +5,7 @@ Env names are the contract with reclaunch (manifests/env.py renders them into th
 from __future__ import annotations
 
 import argparse
+import os
 
 import data
 

@@ -188,6 +188,11 @@ def multi_hot(ids: np.ndarray, rows: int, pooling: int, table: int) -> np.ndarra
     if pooling <= 1:
         return ids[:, None]
     cols = np.arange(1, pooling, dtype=np.uint64)[None, :]
+    with np.errstate(over="ignore"):     # wrap-around is the hash
+        return _mix(ids, cols, rows, table)
+
+
+def _mix(ids, cols, rows, table):
     h = ids.astype(np.uint64)[:, None] * np.uint64(0x9E3779B97F4A7C15) + cols * np.uint64(0xBF58476D1CE4E5B9) \
         + np.uint64(table) * np.uint64(0x94D049BB133111EB)
     h ^= h >> np.uint64(31)

@@ -36,7 +36,7 @@ class DDPEngine:
     def __init__(self, args, d, log, plan):
         """plan: sharding.Plan -- only its tables (rows, pooling, the DIN sequence) are used."""
         self.args, self.d, self.log = args, d, log
-        self.clock = CommClock()
+        self.clock = CommClock(d.device.type == "cuda")
         self.prec = precision.resolve(args.precision, args.embedding_dtype, "ddp", d.device.type)
         for note in self.prec.notes:
             log(f"info {note}")
@@ -114,7 +114,11 @@ class DDPEngine:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
 
-    def save(self, directory: str, step: int, meta: dict, keep: int) -> str | None:
+    def finish(self) -> None:
+        pass
+
+    def save(self, directory: str, step: int, meta: dict, keep: int, background: bool = False) -> str | None:
+        """background: ignored -- one rank writes one file (checkpoint.py), no sharded async save."""
         path = None
         if self.d.is_main:
             state = {"step": step, "model": self.module.state_dict(), "optimizer": self.optimizer.state_dict(),

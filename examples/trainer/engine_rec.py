@@ -56,7 +56,7 @@ class RecEngine:
 
     def __init__(self, args, d, plan: sharding.Plan, log):
         self.args, self.d, self.log = args, d, log
-        self.clock = CommClock()
+        self.clock = CommClock(d.device.type == "cuda")
         self.prec = precision.resolve(args.precision, args.embedding_dtype, "torchrec", d.device.type, args.qcomms)
         self.plan = sharding.for_world(plan, d.world_size, d.device.type)
         if d.device.type != "cuda" and args.optimizer not in CPU_FUSED:
@@ -215,8 +215,11 @@ class RecEngine:
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "optim": self.optimizer.state_dict()}
 
-    def save(self, directory: str, step: int, meta: dict, keep: int) -> str:
-        return dcp_ckpt.save(directory, step, self.state(), meta, keep, self.d.is_main)
+    def save(self, directory: str, step: int, meta: dict, keep: int, background: bool = False) -> str:
+        return dcp_ckpt.save(directory, step, self.state(), meta, keep, self.d.is_main, background)
+
+    def finish(self) -> None:
+        dcp_ckpt.wait_pending()
 
     def restore(self, directory: str, fingerprint: dict) -> tuple[int, dict, str | None]:
         found = dcp_ckpt.latest(directory, self.d.is_main, self.log)

@@ -82,10 +82,12 @@ def parse_nccl(lines) -> tuple[str | None, bool | None]:
 
 def setup_nccl_log(environ=os.environ) -> str | None:
     """Ask NCCL (before init) for its INIT/NET info lines in a file we parse once.
-    Left alone when the user set NCCL_DEBUG_FILE (then we read theirs) or NCCL_DEBUG=TRACE."""
+    Left alone when the user set NCCL_DEBUG_FILE (then we read theirs) or NCCL_DEBUG at all
+    (their level and their stderr stay theirs: we then learn the transport only if they chose INFO
+    into a file)."""
     if environ.get("NCCL_DEBUG_FILE"):
         return environ["NCCL_DEBUG_FILE"]
-    if environ.get("NCCL_DEBUG", "").upper() == "TRACE":
+    if environ.get("NCCL_DEBUG"):
         return None
     path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"reclaunch-nccl.{os.getpid()}.%h.%p.log")
     environ["NCCL_DEBUG_FILE"] = path
@@ -144,16 +146,32 @@ class CommClock:
     - the loop's own per-step all-reduce (loss, stop and checkpoint flags).
     The backward all-to-all of the embedding gradients runs inside autograd and cannot be
     separated from compute without a profiler: it stays in fwd_bwd_s.
+    On CUDA (cuda=True) host timers would only see the enqueue: each wait instead records a
+    pair of CUDA events on the current stream (the gap is how long the stream was blocked on
+    the collective), DDP's hook an event at the last bucket's launch paired with the end of
+    backward, and take() returns the pairs for timing.StepClock to resolve on logging steps.
     """
 
-    def __init__(self):
+    def __init__(self, cuda: bool = False):
+        self.cuda = cuda
         self.total = 0.0
+        self.pairs: list = []
         self.last_launch = self.last_done = None
 
     def add(self, seconds: float) -> None:
         self.total += seconds
 
-    def take(self) -> float:
+    def _event(self):
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def take(self, end=None):
+        """-> seconds (CPU) or [(event, event)] (CUDA; `end`: the end-of-backward event)."""
+        if self.cuda:
+            pairs = self.pairs + ([(self.last_launch, end)] if self.last_launch is not None and end is not None else [])
+            self.pairs, self.last_launch = [], None
+            return pairs
         if self.last_launch is not None and self.last_done is not None:
             self.total += max(0.0, self.last_done - self.last_launch)
         self.last_launch = self.last_done = None
@@ -168,6 +186,11 @@ class CommClock:
         inner = aw._wait_impl
 
         def timed():
+            if self.cuda:
+                e0 = self._event()
+                out = inner()
+                self.pairs.append((e0, self._event()))
+                return self.time_awaitable(out)
             t0 = time.perf_counter()
             out = inner()
             self.total += time.perf_counter() - t0
@@ -181,6 +204,8 @@ class CommClock:
         in_dist, out_dist = module.input_dist, module.compute_and_output_dist
 
         def input_dist(*a, **kw):
+            if self.cuda:   # the splits all-to-all is launched here; its wait is timed below
+                return self.time_awaitable(in_dist(*a, **kw))
             t0 = time.perf_counter()
             aw = in_dist(*a, **kw)
             self.total += time.perf_counter() - t0
@@ -193,7 +218,7 @@ class CommClock:
 
     def ddp_hook(self, group):
         def hook(_state, bucket):
-            self.last_launch = time.perf_counter()
+            self.last_launch = self._event() if self.cuda else time.perf_counter()
             buf = bucket.buffer().div_(dist.get_world_size(group))
             fut = dist.all_reduce(buf, group=group, async_op=True).get_future()
 

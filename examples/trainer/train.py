@@ -15,7 +15,6 @@ newest valid checkpoint.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -33,6 +32,7 @@ import checkpoint  # noqa: E402
 import data  # noqa: E402
 import metrics  # noqa: E402
 import sharding  # noqa: E402
+import timing  # noqa: E402
 
 SIGTERM_EXIT = 128 + signal.SIGTERM
 
@@ -54,7 +54,7 @@ class Dist:
         return self.rank == 0
 
 
-def init_distributed() -> Dist:
+def init_distributed(timeout_minutes: float = 10.0) -> Dist:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -75,6 +75,10 @@ def init_distributed() -> Dist:
     if world > 1:
         # MASTER_ADDR/PORT, RANK, WORLD_SIZE come from torchrun or the PyTorchJob operator.
         backend = "nccl" if cuda else "gloo"
+        # A bounded collective timeout (a dead peer fails the step instead of hanging a billed
+        # node for NCCL's default), and device_id so NCCL binds its communicator to our GPU at
+        # init instead of guessing it at the first collective.
+        kw = {"timeout": timedelta(minutes=timeout_minutes), **({"device_id": device} if cuda else {})}
         if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
             # torchrun's c10d rendezvous keeps ONE agent TCPStore across restarts and gives
             # workers no per-attempt prefix: a restarted group can read the dead group's
@@ -82,9 +86,9 @@ def init_distributed() -> Dist:
             base = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
                                  is_master=False, timeout=timedelta(minutes=30))
             store = dist.PrefixStore(f"reclaunch/attempt_{restarts}", base)
-            dist.init_process_group(backend, store=store, rank=rank, world_size=world)
+            dist.init_process_group(backend, store=store, rank=rank, world_size=world, **kw)
         else:
-            dist.init_process_group(backend, init_method="env://")
+            dist.init_process_group(backend, init_method="env://", **kw)
     return Dist(rank, world, local_rank, device, restarts, nccl_log)
 
 
@@ -122,27 +126,48 @@ def config_fingerprint(args, plan=None) -> dict:
 
 
 def make_engine(args, d: Dist, log):
-    """-> (engine, sharding plan or None). Imports torchrec only for the torchrec engine."""
-    if args.engine == "ddp":
-        from engine_ddp import DDPEngine
-        return DDPEngine(args, d, log), None
-    from engine_rec import RecEngine
+    """-> (engine, plan). Imports torchrec only for the torchrec engine; a plan, precision or
+    memory the engine cannot run is ONE line on stderr and exit 1 (no traceback, no hang)."""
+    import precision
 
-    if not dist.is_initialized():  # DMP needs a process group even for one process
-        dist.init_process_group("nccl" if d.device.type == "cuda" else "gloo", store=dist.HashStore(),
-                                rank=0, world_size=1)
     history = args.history_length or (50 if args.model == "din" else 0)
     try:
         plan = sharding.from_env(os.environ, args.table_rows, args.embedding_dim, d.world_size,
-                                 history if args.model == "din" else 0)
+                                 history if args.model == "din" else 0, args.pooling)
+        if args.engine == "ddp":
+            from engine_ddp import DDPEngine
+            return DDPEngine(args, d, log, plan), plan
+        from engine_rec import RecEngine
+
+        if not dist.is_initialized():  # DMP needs a process group even for one process
+            dist.init_process_group("nccl" if d.device.type == "cuda" else "gloo", store=dist.HashStore(),
+                                    rank=0, world_size=1)
         return RecEngine(args, d, plan, log), plan
-    except (sharding.PlanError, ValueError) as exc:
+    except (sharding.PlanError, precision.PrecisionError, ValueError) as exc:
         raise SystemExit(f"error: {exc}") from None
+
+
+class TimedIter:
+    """The loader as an iterator that adds the host time blocked in next() to `wait`."""
+
+    def __init__(self, it, fault):
+        self.it, self.fault, self.wait = it, fault, 0.0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        t0 = time.perf_counter()
+        batch = next(self.it)
+        if self.fault.slow_data:
+            time.sleep(self.fault.slow_data)
+        self.wait += time.perf_counter() - t0
+        return batch
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_config(argv)
-    d = init_distributed()
+    d = init_distributed(args.nccl_timeout_minutes)
 
     def log(msg: str) -> None:
         if d.is_main:
@@ -153,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     fault = metrics.Fault(os.environ.get("RECLAUNCH_FAULT"), d.rank)
     torch.manual_seed(args.seed)
     engine, plan = make_engine(args, d, log)
+    sharded = engine.name == "torchrec"
     fingerprint = config_fingerprint(args, plan)
     if d.is_main and args.checkpoint_dir:
         os.makedirs(args.checkpoint_dir, exist_ok=True)
@@ -161,43 +187,45 @@ def main(argv: list[str] | None = None) -> int:
     if found:
         log(f"info resumed_from_step={start_step} checkpoint={found}")
     engine.wrap()
-    if d.device.type != "cuda" and args.precision != "fp32":
-        log(f"info precision={args.precision} requested; CPU trains in fp32")
     if fault.active:
         metrics.write_line(f"info fault_injection rank={d.rank} {fault.describe()}")
 
-    sequences = [(t.rows, max(1, int(round(t.pooling_factor)))) for t in plan.sequences] if plan else []
-    rows = [t.rows for t in plan.pooled] if plan else args.table_rows
-    source = data.make_source(args.dataset, args.data_dir, rows, args.batch_size,
+    sequences = [(t.rows, max(1, int(round(t.pooling_factor)))) for t in plan.sequences]
+    source = data.make_source(args.dataset, args.data_dir, [t.rows for t in plan.pooled], args.batch_size,
                               args.seed, d.rank, d.world_size, sequences=sequences)
-    batches = iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
-                               pin_memory=d.device.type == "cuda"))
+    batches = TimedIter(iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
+                                         pin_memory=d.device.type == "cuda", transform=engine.transform())),
+                        fault)
     per_rank_step = args.batch_size * args.grad_accum
     samples_per_step = per_rank_step * d.world_size
     log(f"info model={args.model} world_size={d.world_size} device={d.device.type} "
         f"dataset={type(source).__name__} params={engine.params} "
         f"start_step={start_step} steps={args.steps} restarts={d.restarts}")
     log(f"info engine={engine.name} {engine.describe()}")
-    if plan:
+    if sharded:
         mine, replicated = engine.local_tables()
         metrics.write_line(f"info placement rank={d.rank} sharded={','.join(mine) or '-'} "
                            f"replicated={','.join(replicated) or '-'}")
 
     first_loss = extras.get("first_loss")
-    window_loss, window_steps = 0.0, 0
     final_loss = extras.get("final_loss")
+    loss_window = []                       # device scalars, read on logging steps only
     last_ckpt_time = t_window = t_start = time.monotonic()
     ckpt_seconds = args.checkpoint_every_minutes * 60.0
     window, run = metrics.Interval(), metrics.Interval()
+    clock = timing.StepClock(d.device)
+    lagged = timing.LaggedFlags(d.device)
     nccl = metrics.NcclProbe(d.nccl_log)
     grad_norm = None
+    pipeline = getattr(engine, "pipeline", None)
 
-    def save(step: int) -> None:
+    def save(step: int, background: bool = False) -> None:
         if args.checkpoint_dir:
             meta = {"config": fingerprint, "world_size": d.world_size, **engine.checkpoint_meta(),
                     "extras": {"first_loss": first_loss, "final_loss": final_loss}}
-            path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints)
-            log(f"info checkpoint step={step} path={path}")
+            path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints,
+                               **({"background": True} if background else {}))
+            log(f"info checkpoint step={step} path={path}{' async=true' if background else ''}")
 
     def summary(step: int, status: str) -> dict:
         elapsed = time.monotonic() - t_start
@@ -217,72 +245,91 @@ def main(argv: list[str] | None = None) -> int:
                            **{k: v / n for k, v in iv.sums.items()}, peak_mem_bytes=mem, mem_kind=kind,
                            loss=loss, grad_norm=grad_norm, nccl_transport=transport, gdr=gdr, **extra))
 
+    def stop_now(step: int) -> int:
+        nonlocal final_loss
+        save(step)
+        write_result(args, summary(step, "interrupted")) if d.is_main else None
+        log(f"info sigterm step={step} exit={SIGTERM_EXIT}")
+        _shutdown(d.world_size > 1)
+        return SIGTERM_EXIT
+
     step = start_step
     engine.model.train()
     while step < args.steps:
-        t_step = time.perf_counter()
-        wait = fwd_bwd = 0.0
-        step_loss = torch.zeros((), device=d.device)
-        for _ in range(args.grad_accum):
-            t0 = time.perf_counter()
-            batch = next(batches)
-            if fault.slow_data:
-                time.sleep(fault.slow_data)
-            batch = engine.prepare(batch)
-            t1 = time.perf_counter()
-            if fault.straggle:
-                time.sleep(fault.straggle)
-            step_loss += engine.forward_backward(batch, fault.loss_hook(step + 1))
-            wait, fwd_bwd = wait + t1 - t0, fwd_bwd + time.perf_counter() - t1
+        engine.set_lr(step + 1)
+        batches.wait = 0.0
+        m0 = clock.mark()
+        hook = fault.loss_hook(step + 1)
+        if fault.straggle:
+            time.sleep(fault.straggle)
+        if pipeline is not None:
+            # zero_grad, forward, backward and the optimizer step all happen inside; the
+            # pipeline already holds the next batches (copied, input-dist started).
+            m1 = clock.mark()
+            step_loss = engine.pipeline_step(batches, hook)
+            m2 = m3 = clock.mark()
+        else:
+            step_loss = torch.zeros((), device=d.device)
+            m1 = None
+            for _ in range(args.grad_accum):
+                batch = engine.prepare(next(batches))
+                m1 = m1 or clock.mark()
+                step_loss += engine.forward_backward(batch, hook)
+            m2 = clock.mark()
         logging = (step + 1) % args.log_every == 0 or step + 1 == args.steps
         if logging:
             grad_norm = engine.dense_grad_norm()
-        t2 = time.perf_counter()
-        engine.optimizer_step()
-        t3 = time.perf_counter()
+        if pipeline is None:
+            engine.optimizer_step()
+            m3 = clock.mark()
         step += 1
 
-        # One small collective per step: global mean loss, and agreement on stop/checkpoint
-        # so every rank leaves the loop at the same step (SIGTERM may reach ranks apart).
+        # One small collective per step: agreement on stop/checkpoint so every rank leaves
+        # the loop at the same step (SIGTERM may reach ranks apart). Read one step late on
+        # CUDA (timing.LaggedFlags): no per-step device sync.
         now = time.monotonic()
         due = (args.checkpoint_every_steps > 0 and step % args.checkpoint_every_steps == 0) or \
               (ckpt_seconds > 0 and now - last_ckpt_time >= ckpt_seconds)
-        flags = torch.stack([step_loss.float(), torch.tensor(float(stop.set), device=d.device),
-                             torch.tensor(float(due), device=d.device)])
+        flags = torch.tensor([float(stop.set), float(due)], device=d.device)
         if d.world_size > 1:
             dist.all_reduce(flags)
-        loss_sum, stop_n, due_n = flags.tolist()
-        t4 = time.perf_counter()
-        comm_in_fwd_bwd = engine.clock.take()
-        for iv in (window, run):
-            iv.steps += 1
-            iv.add(step_s=t4 - t_step, data_wait_s=wait, fwd_bwd_s=max(0.0, fwd_bwd - comm_in_fwd_bwd),
-                   optimizer_s=t3 - t2, comm_s=comm_in_fwd_bwd + t4 - t3)
-        mean_loss = loss_sum / d.world_size
-        if first_loss is None:
-            first_loss = mean_loss
-        window_loss += mean_loss
-        window_steps += 1
-        if step % args.log_every == 0 or step == args.steps:
+        agreed = lagged.push(flags) if step < args.steps else lagged.flush() or flags.tolist()
+        m4 = clock.mark()
+        clock.add((m0, m1, m2, m3, m4), batches.wait, engine.clock.take(m2), wait_inside=pipeline is not None)
+        loss_window.append(step_loss.detach())
+        if logging:
+            losses = torch.stack(loss_window).float()
+            if d.world_size > 1:
+                dist.all_reduce(losses)
+            values = (losses / d.world_size).tolist()
+            if first_loss is None:
+                first_loss = values[0]
+            final_loss = sum(values) / len(values)
             now = time.monotonic()
-            final_loss = window_loss / window_steps
+            for parts in clock.resolve():
+                for iv in (window, run):
+                    iv.steps += 1
+                    iv.add(**parts)
             log(f"step={step} loss={final_loss:.4f} "
-                f"samples_per_s={window_steps * samples_per_step / max(now - t_window, 1e-9):.1f}")
+                f"samples_per_s={len(values) * samples_per_step / max(now - t_window, 1e-9):.1f}")
             emit(step, window, final_loss)
             window.reset()
-            window_loss, window_steps, t_window = 0.0, 0, now
+            loss_window, t_window = [], now
+        if agreed is None:
+            continue
+        stop_n, due_n = agreed
         if stop_n > 0:
-            if window_steps:
-                final_loss = window_loss / window_steps
-            save(step)
-            write_result(args, summary(step, "interrupted")) if d.is_main else None
-            log(f"info sigterm step={step} exit={SIGTERM_EXIT}")
-            _shutdown(d.world_size > 1)
-            return SIGTERM_EXIT
+            if loss_window:      # every rank stops at this step: one more collective is safe
+                losses = torch.stack(loss_window).float()
+                if d.world_size > 1:
+                    dist.all_reduce(losses)
+                final_loss = float(losses.mean()) / d.world_size
+            return stop_now(step)
         if due_n > 0 and step < args.steps:
-            save(step)
+            save(step, background=args.checkpoint_async)
             last_ckpt_time = time.monotonic()
 
+    engine.finish()   # a background checkpoint still being written
     if step > start_step or not engine.list_checkpoints(args.checkpoint_dir or ""):
         save(step)
     result = summary(step, "completed")
