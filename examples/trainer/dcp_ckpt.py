@@ -48,6 +48,10 @@ def _barrier() -> None:
         dist.barrier()
 
 
+def is_pending() -> bool:
+    return _pending["future"] is not None
+
+
 def wait_pending() -> None:
     """Block until a background save (and its commit) has finished; re-raise its error."""
     fut, _pending["future"] = _pending["future"], None
@@ -86,8 +90,19 @@ def save(directory: str, step: int, state: dict, meta: dict, keep: int, is_main:
         if os.path.isdir(final):         # same step saved before (a rerun of a finished job)
             shutil.rmtree(final)
     _barrier()
-    if background and hasattr(dcp, "async_save"):
-        fut = dcp.async_save(state, checkpoint_id=tmp, process_group=_cpu_group())
+    fut = None
+    if background and hasattr(dcp, "async_save") and not _pending.get("sync_only"):
+        try:
+            fut = dcp.async_save(state, checkpoint_id=tmp, process_group=_cpu_group())
+        except RuntimeError as exc:
+            # torch 2.11's DefaultStager deep-copies tensors with data_ptr(), which TorchRec's
+            # ShardedTensor does not implement: staging fails before anything is written (the
+            # same on every rank). Save synchronously from now on, and say so once.
+            _pending["sync_only"] = True
+            if is_main:
+                print(f"info checkpoint_async=off reason='dcp.async_save cannot stage this state "
+                      f"({str(exc).splitlines()[0][:120]}); periodic checkpoints are synchronous'", flush=True)
+    if fut is not None:
         fut = getattr(fut, "upload_completion", fut)     # AsyncSaveResponse (newer torch) or Future
         if is_main:
             done = concurrent.futures.Future()

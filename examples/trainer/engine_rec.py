@@ -130,11 +130,17 @@ class RecEngine:
             if self.args.grad_clip > 0:
                 opt = GradientClippingOptimizer(opt, clipping=GradientClipping.NORM, max_gradient=self.args.grad_clip)
             out.append(opt)
+        self.row_sparse = []
         if tables:
             kw = schedule.torch_kwargs(self.args.optimizer, lr, self.args)
-            out.append(KeyedOptimizerWrapper(tables, lambda ps: RecsysOptimizer(
-                [{"params": ps, "rows": True, "rowwise": True}], self.args.optimizer, lr,
-                betas=kw.get("betas", (0.9, 0.999)), eps=kw.get("eps", 1e-8), weight_decay=self.args.weight_decay)))
+
+            def make(ps):
+                opt = RecsysOptimizer([{"params": ps, "rows": True, "rowwise": True}], self.args.optimizer, lr,
+                                      betas=kw.get("betas", (0.9, 0.999)), eps=kw.get("eps", 1e-8),
+                                      weight_decay=self.args.weight_decay)
+                self.row_sparse.append(opt)
+                return opt
+            out.append(KeyedOptimizerWrapper(tables, make))
         self.dp_tables = sorted(tables)
         return out
 
@@ -179,7 +185,7 @@ class RecEngine:
     def describe(self) -> str:
         pipe = getattr(self, "pipeline_kind", None) if self.pipeline else "off"
         return (f"sharding={self.plan.source} plan={self.plan.summary()} {self.prec.describe()} "
-                f"pipeline={pipe} dp_tables_row_sparse={len(self.dp_tables)}")
+                f"pipeline={pipe} row_sparse_tables={len(self.dp_tables)}")
 
     def transform(self):
         """Runs in the DataLoader workers: raw arrays -> torchrec Batch (KJT built off the training thread)."""
@@ -216,7 +222,9 @@ class RecEngine:
         return {"model": self.model.state_dict(), "optim": self.optimizer.state_dict()}
 
     def save(self, directory: str, step: int, meta: dict, keep: int, background: bool = False) -> str:
-        return dcp_ckpt.save(directory, step, self.state(), meta, keep, self.d.is_main, background)
+        path = dcp_ckpt.save(directory, step, self.state(), meta, keep, self.d.is_main, background)
+        self.saved_async = dcp_ckpt.is_pending()
+        return path
 
     def finish(self) -> None:
         dcp_ckpt.wait_pending()
@@ -244,6 +252,8 @@ class RecEngine:
                 p.grad = torch.zeros_like(p)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        for opt in self.row_sparse:      # zero gradients create no row-sparse state: make it
+            opt.init_state()
         state = self.state()
         try:
             dcp_ckpt.load(path, state)

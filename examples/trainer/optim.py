@@ -33,6 +33,21 @@ class RecsysOptimizer(torch.optim.Optimizer):
                                       rows=False, rowwise=False))
 
     @torch.no_grad()
+    def init_state(self) -> None:
+        """Create every state tensor now (zeros, step 0), as a checkpoint load in place needs:
+        a row-sparse group with zero gradients would otherwise create none."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if group["kind"] in ("adagrad", "rowwise_adagrad") and "sum" not in state:
+                    rowwise = group["kind"] == "rowwise_adagrad" and group["rowwise"] and p.dim() == 2
+                    state["sum"] = torch.zeros((p.shape[0], 1) if rowwise else p.shape, dtype=p.dtype, device=p.device)
+                elif group["kind"] == "adam" and "exp_avg" not in state:
+                    state["step"] = torch.zeros((), dtype=torch.float32)
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+
+    @torch.no_grad()
     def step(self, closure=None):
         loss = closure() if closure is not None else None
         for group in self.param_groups:
@@ -78,12 +93,12 @@ class RecsysOptimizer(torch.optim.Optimizer):
             delta = grad * lr / (acc.sqrt() + eps)
         else:  # adam
             b1, b2 = group["betas"]
-            state["step"] = state.get("step", 0) + 1
+            state["step"] = state.get("step", 0) + 1   # a tensor after init_state()
             m = rows("exp_avg").mul_(b1).add_(grad, alpha=1 - b1)
             v = rows("exp_avg_sq").mul_(b2).addcmul_(grad, grad, value=1 - b2)
             put("exp_avg", m)
             put("exp_avg_sq", v)
-            t = state["step"]
+            t = float(state["step"])
             delta = (m / (1 - b1 ** t)) * lr / ((v / (1 - b2 ** t)).sqrt() + eps)
         if idx is None:
             p.sub_(delta)

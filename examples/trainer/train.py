@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                     "extras": {"first_loss": first_loss, "final_loss": final_loss}}
             path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints,
                                **({"background": True} if background else {}))
-            log(f"info checkpoint step={step} path={path}{' async=true' if background else ''}")
+            log(f"info checkpoint step={step} path={path}{' async=true' if getattr(engine, 'saved_async', False) else ''}")
 
     def summary(step: int, status: str) -> dict:
         elapsed = time.monotonic() - t_start
