@@ -250,12 +250,15 @@ class Fault:
         slow_data:SECONDS          every batch fetch sleeps SECONDS (a starved data loader)
         straggler:RANK:SECONDS     rank RANK sleeps SECONDS in every forward/backward
         nan_loss:STEP              from step STEP on the loss is NaN
+        slow_save:SECONDS          every checkpoint save first sleeps SECONDS (a slow file system:
+                                   tests that a SIGTERM save gets the launcher's grace period)
     """
 
     def __init__(self, text: str | None, rank: int):
         self.slow_data = 0.0
         self.straggle = 0.0
         self.nan_from = None
+        self.slow_save = 0.0
         for item in filter(None, (x.strip() for x in (text or "").split(","))):
             kind, _, rest = item.partition(":")
             try:
@@ -266,15 +269,18 @@ class Fault:
                     self.straggle = float(s) if int(r) == rank else 0.0
                 elif kind == "nan_loss":
                     self.nan_from = int(rest)
+                elif kind == "slow_save":
+                    self.slow_save = float(rest)
                 else:
                     raise ValueError(kind)
             except ValueError:
                 raise SystemExit(f"RECLAUNCH_FAULT: cannot parse {item!r}: expected slow_data:SECONDS, "
-                                 "straggler:RANK:SECONDS or nan_loss:STEP") from None
-        self.active = bool(self.slow_data or self.straggle or self.nan_from is not None)
+                                 "straggler:RANK:SECONDS, nan_loss:STEP or slow_save:SECONDS") from None
+        self.active = bool(self.slow_data or self.straggle or self.nan_from is not None or self.slow_save)
 
     def describe(self) -> str:
-        return f"slow_data={self.slow_data} straggler_s={self.straggle} nan_from={self.nan_from}"
+        return (f"slow_data={self.slow_data} straggler_s={self.straggle} nan_from={self.nan_from} "
+                f"slow_save={self.slow_save}")
 
     def loss_hook(self, step: int):
         if self.nan_from is None or step < self.nan_from:

@@ -221,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def save(step: int, background: bool = False) -> None:
         if args.checkpoint_dir:
+            if fault.slow_save:
+                time.sleep(fault.slow_save)
             meta = {"config": fingerprint, "world_size": d.world_size, **engine.checkpoint_meta(),
                     "extras": {"first_loss": first_loss, "final_loss": final_loss}}
             path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints,

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The reference trainer on one CUDA GPU: measured vs planned samples/s (issues 21 item 8, 22).
+#
+#   bench/gpu_check.sh               # on a GPU machine: a few minutes
+#   bench/gpu_check.sh --cpu-smoke   # the same script path on CPU, tiny steps (what CI can run)
+#
+# Needs only python3 with torch (+ numpy). reclaunch's core deps (pydantic, PyYAML, click, rich)
+# are needed for the PREDICTED column; without them it prints measured figures and says why.
+# torchrec is optional: its engine is checked where it imports. Results: stdout, and
+# $OUT/gpu_check.json + $OUT/gpu_check.txt when OUT is set. Never downloads anything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+exec "$PY" bench/gpu_check.py "$@"
