@@ -186,6 +186,8 @@ class CommClock:
         inner = aw._wait_impl
 
         def timed():
+            if self.cuda and torch.cuda.current_stream() != torch.cuda.default_stream():
+                return self.time_awaitable(inner())   # a train pipeline's side stream: overlapped, not exposed
             if self.cuda:
                 e0 = self._event()
                 out = inner()

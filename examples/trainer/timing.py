@@ -66,35 +66,53 @@ class StepClock:
 class LaggedFlags:
     """The per-step agreement (stop requested, checkpoint due) without a per-step device sync.
 
-    Step s all-reduces its flags on the device and copies the result into pinned host memory
-    without blocking; the loop reads step s's flags at the end of step s+1, when that copy has
-    long finished (the GPU is busy with step s+1 by then). Every rank reads the same reduced
-    values at the same step, so all leave the loop together, one step after the request
-    (a SIGTERM handler only sets a flag; the grace period is minutes). On CPU: read at once."""
+    One rank: nothing to agree on, the local values are used at once. Several ranks on CPU
+    (gloo): all-reduced and read at once. On CUDA, step s writes its values into a pinned host
+    buffer, copies them to the device without blocking (a `torch.tensor(..., device="cuda")`
+    would be a synchronous pageable copy: the very sync this avoids), all-reduces them there and
+    copies the result back into pinned memory behind an event; the loop reads step s's result at
+    the end of step s+1, when that copy has long finished (the GPU is busy with step s+1). Two
+    buffer slots suffice: slot s%2 is read at step s+1, before step s+2 reuses it. Every rank
+    reads the same reduced values at the same step, so all leave the loop together, one step
+    after the request (a SIGTERM handler only sets a flag; the grace period is minutes)."""
 
-    def __init__(self, device: torch.device):
-        self.cuda = device.type == "cuda"
+    def __init__(self, device: torch.device, world_size: int):
+        self.cuda, self.world, self.device = device.type == "cuda", world_size, device
         self.pending = None
+        self.n = 0
+        if self.cuda and world_size > 1:
+            self.src = [torch.zeros(2, pin_memory=True) for _ in range(2)]
+            self.dst = [torch.zeros(2, pin_memory=True) for _ in range(2)]
 
-    def push(self, flags: torch.Tensor):
-        """flags: reduced device tensor -> None (CUDA: queued) or the values now (CPU)."""
+    def push(self, values: list[float]):
+        """-> agreed values now (one rank, CPU), or those of the previous step (CUDA), or None."""
+        import torch.distributed as dist
+
+        if self.world <= 1:
+            return list(values)
         if not self.cuda:
+            flags = torch.tensor(values)
+            dist.all_reduce(flags)
             return flags.tolist()
-        host = torch.empty(flags.shape, dtype=flags.dtype, pin_memory=True)
-        host.copy_(flags, non_blocking=True)
+        slot = self.n % 2
+        self.n += 1
+        self.src[slot].copy_(torch.tensor(values))
+        flags = self.src[slot].to(self.device, non_blocking=True)
+        dist.all_reduce(flags)
+        self.dst[slot].copy_(flags, non_blocking=True)
         ev = torch.cuda.Event()
         ev.record()
-        prev, self.pending = self.pending, (host, ev)
+        prev, self.pending = self.pending, (slot, ev)
         if prev is None:
             return None
         prev[1].synchronize()
-        return prev[0].tolist()
+        return self.dst[prev[0]].tolist()
 
     def flush(self):
         """The last pushed values (synchronises); None if none pending."""
         if self.pending is None:
             return None
-        host, ev = self.pending
+        slot, ev = self.pending
         self.pending = None
         ev.synchronize()
-        return host.tolist()
+        return self.dst[slot].tolist()

@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     ckpt_seconds = args.checkpoint_every_minutes * 60.0
     window, run = metrics.Interval(), metrics.Interval()
     clock = timing.StepClock(d.device)
-    lagged = timing.LaggedFlags(d.device)
+    lagged = timing.LaggedFlags(d.device, d.world_size)
     nccl = metrics.NcclProbe(d.nccl_log)
     grad_norm = None
     pipeline = getattr(engine, "pipeline", None)
@@ -292,10 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         now = time.monotonic()
         due = (args.checkpoint_every_steps > 0 and step % args.checkpoint_every_steps == 0) or \
               (ckpt_seconds > 0 and now - last_ckpt_time >= ckpt_seconds)
-        flags = torch.tensor([float(stop.set), float(due)], device=d.device)
-        if d.world_size > 1:
-            dist.all_reduce(flags)
-        agreed = lagged.push(flags) if step < args.steps else lagged.flush() or flags.tolist()
+        values = [float(stop.set), float(due)]
+        agreed = lagged.push(values) if step < args.steps else (lagged.flush() or lagged.push(values))
         m4 = clock.mark()
         clock.add((m0, m1, m2, m3, m4), batches.wait, engine.clock.take(m2), wait_inside=pipeline is not None)
         loss_window.append(step_loss.detach())
