@@ -55,20 +55,15 @@ def _meta(plan: "Plan", name: str, namespaced: bool = True, **extra_labels: str)
 
 
 def _launcher(command: list[str], args: list[str]) -> tuple[list[str], list[str]]:
-    """Run the user's script under torchrun, which reads the operator's PET_* variables.
+    """Run the user's script under torchrun, which reads the operator's PET_* variables
+    (manifests/launcher.py: the rule `cloud: local` uses too). A command that already is
+    torchrun, or is not python, is the user's own launcher, kept as is."""
+    from reclaunch.manifests.launcher import is_torchrun, torchrun_tail
 
-    `python x.py` becomes `torchrun x.py`; a command that already is torchrun (or
-    torch.distributed.run) is kept; anything else is the user's own launcher, kept as is.
-    """
-    head = command[0].rsplit("/", 1)[-1]
-    if head == "torchrun" or "torch.distributed.run" in command:
+    if is_torchrun(command):
         return command, args
-    if head.startswith("python") and len(command) > 1 and command[1] != "-c":
-        rest = command[1:]
-        if rest[0] == "-m":
-            return ["torchrun", "--module", *rest[1:]], args
-        return ["torchrun", *rest], args
-    return command, args
+    tail = torchrun_tail(command)
+    return (["torchrun", *tail], args) if tail else (command, args)
 
 
 def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:

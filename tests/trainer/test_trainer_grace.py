@@ -114,3 +114,18 @@ def test_tcpx_shell_forwards_sigterm_and_touches_the_exit_file(tmp_path):
     assert proc.wait(timeout=30) == 143
     assert mark.read_text() == "got SIGTERM"
     assert (tmp_path / "terminated").exists()
+
+
+@pytest.mark.timeout(30)
+def test_one_launcher_rule_for_the_pod_and_local():
+    pytest.importorskip("pydantic")
+    from reclaunch.manifests.job import _launcher
+    from reclaunch.providers.local import entrypoint
+
+    assert _launcher(["python", "-u", "/app/train.py"], ["--x"]) == (
+        ["torchrun", "--no-python", "python", "-u", "/app/train.py"], ["--x"])
+    assert entrypoint(["python", "-u", "/app/train.py"], ["--x"]) == ["--no-python", sys.executable, "-u",
+                                                                      "/app/train.py", "--x"]
+    assert _launcher(["python3", "-m", "pkg"], []) == (["torchrun", "--module", "pkg"], [])
+    assert _launcher(["torchrun", "--nproc-per-node=8", "x.py"], []) == (["torchrun", "--nproc-per-node=8", "x.py"], [])
+    assert _launcher(["bash", "run.sh"], []) == (["bash", "run.sh"], [])
