@@ -12,4 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# The H200 image has PyYAML, click and rich but not pydantic: wheels carried to the machine
+# (pip download pydantic --only-binary :all: --python-version 3.12 -d wheels/) install offline.
+if [ -n "${RECLAUNCH_WHEELS:-}" ] && ! "$PY" -c "import pydantic" 2>/dev/null; then
+  "$PY" -m pip install --quiet --no-index --find-links "$RECLAUNCH_WHEELS" pydantic || \
+    echo "warn: pydantic from $RECLAUNCH_WHEELS did not install: no predicted column" >&2
+fi
 exec "$PY" bench/gpu_check.py "$@"
