@@ -36,6 +36,11 @@ SPOT_TOLERATIONS = (
 )
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"   # the operator sets it on every pod
+GRACE_SECONDS = 120          # AWS gives 2 minutes' notice of a spot reclaim: use it to checkpoint
+# torchrun SIGKILLs its workers 30 s after forwarding SIGTERM unless told otherwise
+# (torch/distributed/run.py --shutdown-timeout, env TORCH_ELASTIC_SHUTDOWN_TIMEOUT): give the
+# workers the pod's grace period minus a few seconds for torchrun itself to exit.
+SHUTDOWN_TIMEOUT = GRACE_SECONDS - 5
 
 
 def labels(plan: "Plan", **extra: str) -> dict[str, str]:
@@ -51,20 +56,15 @@ def _meta(plan: "Plan", name: str, namespaced: bool = True, **extra_labels: str)
 
 
 def _launcher(command: list[str], args: list[str]) -> tuple[list[str], list[str]]:
-    """Run the user's script under torchrun, which reads the operator's PET_* variables.
+    """Run the user's script under torchrun, which reads the operator's PET_* variables
+    (manifests/launcher.py: the rule `cloud: local` uses too). A command that already is
+    torchrun, or is not python, is the user's own launcher, kept as is."""
+    from reclaunch.manifests.launcher import is_torchrun, torchrun_tail
 
-    `python x.py` becomes `torchrun x.py`; a command that already is torchrun (or
-    torch.distributed.run) is kept; anything else is the user's own launcher, kept as is.
-    """
-    head = command[0].rsplit("/", 1)[-1]
-    if head == "torchrun" or "torch.distributed.run" in command:
+    if is_torchrun(command):
         return command, args
-    if head.startswith("python") and len(command) > 1 and command[1] != "-c":
-        rest = command[1:]
-        if rest[0] == "-m":
-            return ["torchrun", "--module", *rest[1:]], args
-        return ["torchrun", *rest], args
-    return command, args
+    tail = torchrun_tail(command)
+    return (["torchrun", *tail], args) if tail else (command, args)
 
 
 def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
@@ -160,14 +160,23 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     # A single-node job gets no fabric NCCL settings (plan.nccl_env has the network's).
     nccl = (None if multi_node(plan) else
             nccl_env(fabric_profile(plan), spec.nccl.env, debug=spec.nccl.debug))
-    env = {**req.env, **job_env(plan, nccl=nccl)}
+    env = {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(SHUTDOWN_TIMEOUT), **req.env, **job_env(plan, nccl=nccl)}
     if req.exit_file:
         env["RECLAUNCH_EXIT_FILE"] = req.exit_file
     command, args = _launcher(list(spec.job.command), list(spec.job.args))
     lines = [ld_library_export(req.ld_library_path)] if req.ld_library_path else []
     if req.exit_file:
-        # TCPX's sidecar runs until this file appears; without it the pod never completes.
-        lines += [f"trap 'touch {shlex.quote(req.exit_file)}' EXIT", shlex.join([*command, *args])]
+        # TCPX's sidecar runs until this file appears; without it the pod never completes. The
+        # shell must outlive the launcher to touch it, so it cannot `exec`; as PID 1 it would
+        # then swallow the kubelet's SIGTERM (PID 1 has no default handlers): forward it.
+        lines += [f"trap 'touch {shlex.quote(req.exit_file)}' EXIT",
+                  shlex.join([*command, *args]) + " &",
+                  'child=$!',
+                  "trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT",
+                  'wait "$child"; rc=$?',
+                  # a trapped signal interrupts `wait`; the child (zombie or alive) is still ours
+                  'while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done',
+                  'exit "$rc"']
     elif lines:
         lines.append("exec " + shlex.join([*command, *args]))
     if lines:
@@ -203,7 +212,7 @@ def pod_template(plan: "Plan", container: dict[str, Any], req: Any, *, job_name:
     pod: dict[str, Any] = {
         "nodeSelector": node_selector,
         "tolerations": tolerations,
-        "terminationGracePeriodSeconds": 120,   # AWS gives 2 minutes' notice: use it to checkpoint
+        "terminationGracePeriodSeconds": GRACE_SECONDS,
         "containers": [container, *req.sidecars],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": req.shm_size}},
                     *volumes, *req.volumes],
