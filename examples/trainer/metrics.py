@@ -1,5 +1,5 @@
 """What the trainer measures, one `RECLAUNCH_METRICS {json}` line per rank per logging interval
-(contract 2 of /work/wt/CONTRACTS.md, read by `reclaunch diagnose`), and the drill knob
+(described in this folder's README, "Output"; read by `reclaunch diagnose`), and the drill knob
 RECLAUNCH_FAULT that plants a fault on purpose so diagnose can be tested against it.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The sharding plan the trainer executes (contract 1 of /work/wt/CONTRACTS.md, issue 14).
+"""The sharding plan the trainer executes (RECLAUNCH_SHARDING, described in this folder's README, "The plan"; issue 14).
 
 reclaunch's planner chooses, per table, how it is sharded and on which ranks, and hands the
 result to every training process as RECLAUNCH_SHARDING (compact JSON, see `parse`). This

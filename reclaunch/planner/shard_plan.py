@@ -114,7 +114,7 @@ def plan_sharding(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, g
     shards = [TableShard(name=t.name, rows=t.rows, dim=t.dim, pooling_factor=t.pooling_factor,
                          feature=t.name, sequence=t.sequence, sharding_type=o.kind,
                          compute_kernel=_kernel(o, t.dim),
-                         # contract 1: a data-parallel table lists no ranks (it is on all)
+                         # RECLAUNCH_SHARDING: a data-parallel table lists no ranks (it is on all)
                          ranks=[] if o.kind == "data_parallel" else list(ev.ranks[i]),
                          pinned=bool(t.pin or pin_all), memory_bytes_per_rank=o.mem,
                          step_seconds_per_rank=o.piece_s + o.dp_opt_s)
