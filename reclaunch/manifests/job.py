@@ -68,19 +68,16 @@ def _launcher(command: list[str], args: list[str]) -> tuple[list[str], list[str]
 
 
 def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
-    """Requests/limits for one training pod: the node minus what the system keeps.
-
-    Kubelet, the CNI, device plugins and log agents need room: we leave 6% of vCPUs (at least
-    2) and 8% of memory (at least 8 GiB), close to EKS/GKE/AKS allocatable on GPU instances.
-    """
+    """Requests/limits for one training pod: the whole node the managed Kubernetes leaves to
+    pods (manifests/allocatable.py: the kubelet's reserve, eviction threshold, the add-on
+    DaemonSets' allowance and the stack's hugepages), the same figure the schedulability check
+    fits pods against, so the request and the check cannot disagree."""
     req = requirements(plan)
     limits: dict[str, Any] = dict(req.resources)
     requests: dict[str, Any] = dict(req.resources)
     offer = plan.offer
     if offer is not None:
-        cpu = max(1, offer.vcpus - max(2, math.ceil(offer.vcpus * 0.06)))
-        mem_gib = max(1, int(offer.ram_gib - max(8.0, offer.ram_gib * 0.08)))
-        mem_gib = min(mem_gib, _allocatable_gib(offer, requests))   # small nodes (a2-highgpu-1g)
+        cpu, mem_gib = _allocatable(offer, requests)
         requests.update({"cpu": str(cpu), "memory": f"{mem_gib}Gi"})
         limits["memory"] = f"{mem_gib}Gi"   # no CPU limit: throttling hurts the dataloader
     elif any(k.startswith("hugepages-") for k in requests):
@@ -89,15 +86,14 @@ def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
     return {"requests": requests, "limits": limits}
 
 
-def _allocatable_gib(offer, requests: dict[str, Any]) -> int:
-    """Whole GiB the node's managed k8s leaves to pods (manifests.allocatable): on a small node
-    (79 GiB a2-highgpu-1g) the flat 8% would ask for more memory than the node advertises."""
+def _allocatable(offer, requests: dict[str, Any]) -> tuple[int, int]:
+    """(whole cores, whole GiB) a node of this offer leaves to one pod (manifests.allocatable)."""
     from reclaunch.manifests.allocatable import allocatable
     from reclaunch.manifests.apiserver import quantity
 
     huge = {k: int(quantity(v)) for k, v in requests.items() if k.startswith("hugepages-")}
-    mem = allocatable(offer.cloud, offer.vcpus, offer.ram_gib, huge).resources()["memory"]
-    return max(1, int(mem / 2**30))
+    res = allocatable(offer.cloud, offer.vcpus, offer.ram_gib, huge).resources()
+    return max(1, int(res["cpu"])), max(1, int(res["memory"] / 2**30))
 
 
 def multi_node(plan: "Plan") -> bool:
