@@ -225,8 +225,10 @@ def pod_template(plan: "Plan", container: dict[str, Any], req: Any, *, job_name:
 
 def budget_deadline_seconds(plan: "Plan") -> int | None:
     """activeDeadlineSeconds: the job stops once the budget would be spent at the planned rate."""
+    from reclaunch.planner.cost import cluster_usd_per_hour
+
     budget = plan.spec.budget.max_usd
-    rate = plan.cost.spot_usd_per_hour if plan.spot else plan.cost.on_demand_usd_per_hour
+    rate = cluster_usd_per_hour(plan)    # the same hourly figure the budget guard uses
     if not budget or not rate:
         return None
     return max(60, int(budget / rate * 3600))
