@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from reclaunch.manifests import rdzv
 from reclaunch.manifests.restarts import backoff_limit
 from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG as CLUSTER_LABEL, MANAGED_TAG as MANAGED_LABEL
+from reclaunch.tags import JOB_NAME_LABEL, PYTORCHJOB_API
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -35,7 +36,6 @@ SPOT_TOLERATIONS = (
     {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
 )
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"   # the operator sets it on every pod
 GRACE_SECONDS = 120          # AWS gives 2 minutes' notice of a spot reclaim: use it to checkpoint
 # torchrun SIGKILLs its workers 30 s after forwarding SIGTERM unless told otherwise
 # (torch/distributed/run.py --shutdown-timeout, env TORCH_ELASTIC_SHUTDOWN_TIMEOUT): give the
@@ -265,7 +265,7 @@ def pytorch_job(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[s
             replicas["Worker"] = {"replicas": plan.nodes - 1, "restartPolicy": "OnFailure",
                                   "template": copy.deepcopy(template)}
         job_spec["pytorchReplicaSpecs"] = replicas
-    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+    return {"apiVersion": PYTORCHJOB_API, "kind": "PyTorchJob",
             "metadata": _meta(plan, plan.name), "spec": job_spec}
 
 
