@@ -249,6 +249,8 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
     idle_since: float | None = None
     seen, polls, warned = None, 0, ""
     every = int(env.extra.get("measure_every_polls", 10))   # read the master's metrics this often
+    from reclaunch.runtime.spot_fallback import SpotWatch, move_to_on_demand
+    spot = SpotWatch(rec)    # a spot job its pools' fabrics pin to spot (runtime/spot_fallback.py)
     while True:
         try:
             state = job_state(kube.job(rec.namespace, rec.job_name, kind=rec.job_kind))
@@ -270,6 +272,8 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
                 journal.write("budget", "info", message=guard[1])
                 warned = guard[1]
         polls += 1
+        if action == "wait" and spot.armed and spot.due(kube.pods(rec.namespace, rec.job_name), now):
+            rec, spot.armed = move_to_on_demand(rec, env, kube, journal, spot.plan), False
         if action == "wait" and (max_polls is None or polls < max_polls):
             env.sleep(env.poll_seconds)
             continue
