@@ -273,7 +273,8 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
                 warned = guard[1]
         polls += 1
         if action == "wait" and spot.armed and spot.due(kube.pods(rec.namespace, rec.job_name), now):
-            rec, spot.armed = move_to_on_demand(rec, env, kube, journal, spot.plan), False
+            od = variant(spot.plan, {"spot": False})
+            rec, spot.armed = move_to_on_demand(rec, env, kube, journal, od), False
         if action == "wait" and (max_polls is None or polls < max_polls):
             env.sleep(env.poll_seconds)
             continue

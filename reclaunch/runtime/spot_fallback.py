@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
     from reclaunch.runtime.journal import ClusterRecord, Journal
-    from reclaunch.runtime.lifecycle import Env
 
 WAIT_FACTOR = 2.0          # x spot.restart_minutes before giving up on spot
 DELETE_POLLS = 60          # polls (env.poll_seconds each) for the old job to go
@@ -64,19 +63,18 @@ class SpotWatch:
         return now - self.pending_since >= wait_seconds(self.plan)
 
 
-def move_to_on_demand(rec: "ClusterRecord", env: "Env", kube: Any, journal: "Journal",
-                      plan: "Plan") -> "ClusterRecord":
-    """Delete the spot job, wait for it to go, apply the on-demand launch; the new record."""
+def move_to_on_demand(rec: "ClusterRecord", env: Any, kube: Any, journal: "Journal",
+                      od: "Plan") -> "ClusterRecord":
+    """Delete the spot job, wait for it to go, apply the launch of `od` (the plan re-made
+    on-demand: lifecycle.variant); the new record. `env`: lifecycle.Env (sleep, poll_seconds)."""
     import dataclasses
 
     from reclaunch.manifests.launch import build_launch
     from reclaunch.runtime.budget import usd_per_hour
-    from reclaunch.runtime.lifecycle import variant
     from reclaunch.tags import PYTORCHJOB_API
 
-    od = variant(plan, {"spot": False})
     launch = build_launch(od)
-    waited = wait_seconds(plan) / 60
+    waited = wait_seconds(od) / 60
     journal.write("spot-fallback", "start", message=(
         f"a pod waited {waited:g} min for spot capacity, and the spot and on-demand pools are "
         "different fabrics: recreating the job on the on-demand pool from its last checkpoint"))
