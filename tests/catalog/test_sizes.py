@@ -27,7 +27,8 @@ AWS_SNAPSHOT = "skypilot-org/skypilot-catalog@00148f2a catalogs/v8/aws/vms.csv"
 NEW = {
     "aws": {"g5.xlarge", "g6.xlarge", "g6.8xlarge", "g6e.2xlarge", "p6-b200.48xlarge", "p5.4xlarge"}
            | {f"g6.{s}xlarge" for s in (2, 4, 12, 16, 24, 48)}
-           | {f"g6e.{s}xlarge" for s in ("", 4, 8, 16, 24)},
+           | {f"g6e.{s}xlarge" for s in ("", 4, 8, 16, 24)}
+           | {f"g5.{s}xlarge" for s in (2, 4, 8, 16, 24)},
     "azure": {"Standard_NC24ads_A100_v4", "Standard_NC48ads_A100_v4", "Standard_NC40ads_H100_v5",
               "Standard_NC80adis_H100_v5"},
     "gcp": {f"{f}-{n}g" for f in ("a2-highgpu", "a2-ultragpu", "a3-highgpu") for n in (1, 2, 4)}
@@ -36,7 +37,7 @@ NEW = {
 
 # Sizes under 8 GPUs that carry vpc.amazonaws.com/efa in the Karpenter instance table (EC2
 # DescribeInstanceTypes). p5.4xlarge has one EFA device too but stays ethernet: see its row.
-EFA_BELOW_8 = {"g6.8xlarge", "g6.12xlarge", "g6.16xlarge", "g6.24xlarge",
+EFA_BELOW_8 = {"g5.8xlarge", "g5.16xlarge", "g5.24xlarge", "g6.8xlarge", "g6.12xlarge", "g6.16xlarge", "g6.24xlarge",
                "g6e.8xlarge", "g6e.16xlarge", "g6e.24xlarge"}
 
 
@@ -83,6 +84,8 @@ def test_aws_rows_are_the_snapshot_extract_aggregated():
     assert (p5.on_demand_usd, p5.spot_usd, p5.gpu_count, p5.gpu) == (6.88, None, 1, "H100-80GB")
     assert bundled[("g6e.xlarge", "us-east-1")].on_demand_usd == 1.861
     assert bundled[("g6.48xlarge", "us-east-1")].on_demand_usd == 13.3504
+    # g5.4xlarge's us-west-2 Local Zone row (usw2-lax1-az1) is not one of the region's AZs
+    assert bundled[("g5.4xlarge", "us-west-2")].zones == "usw2-az1 usw2-az2 usw2-az3"
 
 
 def test_no_aws_row_gets_a_profile_asking_for_more_efa_devices_than_it_has():
