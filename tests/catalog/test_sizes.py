@@ -25,12 +25,20 @@ from tests.catalog.test_catalog_data import source_rows
 ROOT = Path(__file__).resolve().parents[2]
 AWS_SNAPSHOT = "skypilot-org/skypilot-catalog@00148f2a catalogs/v8/aws/vms.csv"
 NEW = {
-    "aws": {"g5.xlarge", "g6.xlarge", "g6.8xlarge", "g6e.2xlarge", "p6-b200.48xlarge"},
+    "aws": {"g5.xlarge", "g6.xlarge", "g6.8xlarge", "g6e.2xlarge", "p6-b200.48xlarge", "p5.4xlarge"}
+           | {f"g6.{s}xlarge" for s in (2, 4, 12, 16, 24, 48)}
+           | {f"g6e.{s}xlarge" for s in ("", 4, 8, 16, 24)}
+           | {f"g5.{s}xlarge" for s in (2, 4, 8, 16, 24)},
     "azure": {"Standard_NC24ads_A100_v4", "Standard_NC48ads_A100_v4", "Standard_NC40ads_H100_v5",
               "Standard_NC80adis_H100_v5"},
     "gcp": {f"{f}-{n}g" for f in ("a2-highgpu", "a2-ultragpu", "a3-highgpu") for n in (1, 2, 4)}
            | {"a4-highgpu-8g"} | {f"g2-standard-{n}" for n in (4, 8, 12, 16, 24, 32, 48)},
 }
+
+# Sizes under 8 GPUs that carry vpc.amazonaws.com/efa in the Karpenter instance table (EC2
+# DescribeInstanceTypes). p5.4xlarge has one EFA device too but stays ethernet: see its row.
+EFA_BELOW_8 = {"g5.8xlarge", "g5.16xlarge", "g5.24xlarge", "g6.8xlarge", "g6.12xlarge", "g6.16xlarge", "g6.24xlarge",
+               "g6e.8xlarge", "g6e.16xlarge", "g6e.24xlarge"}
 
 
 def _rows(cloud):
@@ -46,9 +54,10 @@ def test_every_new_type_has_rows_with_its_fabric_and_size():
             assert rows, f"{cloud} {it}: no region"
             prof = profile_for(cloud, it, "auto", bundled_catalog())
             assert prof.fabric == rows[0].fabric and prof.warning is None, (it, prof.name)
-            # no inter-node fabric unless the vendor documents one
-            if rows[0].gpu_count < 8 and it != "g6.8xlarge":
-                assert rows[0].fabric == "ethernet" and not rows[0].gpudirect, it
+            # no inter-node fabric unless the vendor documents one (EFA on G6/G6e 8xlarge and up)
+            if rows[0].gpu_count < 8:
+                want = "efa" if it in EFA_BELOW_8 else "ethernet"
+                assert rows[0].fabric == want and not rows[0].gpudirect, it
     counts = {c: {o.gpu_count for o in bundled_catalog().offers if o.cloud == c} for c in NEW}
     assert all({1, 2, 4, 8} <= v for c, v in counts.items() if c != "aws"), counts
     assert {1, 4, 8} <= counts["aws"]
@@ -69,6 +78,24 @@ def test_aws_rows_are_the_snapshot_extract_aggregated():
     # the one-GPU dev box of the seed (one 24 GB card): g5.xlarge in us-east-1 at 1.006 USD/h
     assert bundled[("g5.xlarge", "us-east-1")].on_demand_usd == 1.006
     assert bundled[("p6-b200.48xlarge", "us-west-2")].on_demand_usd == 113.9328
+    # 1 x H100 and the cheapest L40S, us-east-1 (vms.csv @00148f2a); p5.4xlarge has no AZ
+    # with a spot price in the file, so no spot price
+    p5 = bundled[("p5.4xlarge", "us-east-1")]
+    assert (p5.on_demand_usd, p5.spot_usd, p5.gpu_count, p5.gpu) == (6.88, None, 1, "H100-80GB")
+    assert bundled[("g6e.xlarge", "us-east-1")].on_demand_usd == 1.861
+    assert bundled[("g6.48xlarge", "us-east-1")].on_demand_usd == 13.3504
+    # g5.4xlarge's us-west-2 Local Zone row (usw2-lax1-az1) is not one of the region's AZs
+    assert bundled[("g5.4xlarge", "us-west-2")].zones == "usw2-az1 usw2-az2 usw2-az3"
+
+
+def test_no_aws_row_gets_a_profile_asking_for_more_efa_devices_than_it_has():
+    """A pod that asks for more vpc.amazonaws.com/efa than the node has never schedules: the
+    fabric profile of every AWS row must fit the row's documented device count (nics)."""
+    cat = bundled_catalog()
+    for o in {(o.instance_type): o for o in cat.offers if o.cloud == "aws"}.values():
+        prof = profile_for("aws", o.instance_type, "auto", cat)
+        assert prof.resources.get("vpc.amazonaws.com/efa", 0) <= (o.nics if o.fabric == "efa" else 0), \
+            (o.instance_type, dict(prof.resources), o.nics)
 
 
 def test_azure_rows_match_the_extract_columns():
