@@ -68,11 +68,12 @@ def require(module: str, extra: str):
         raise MissingExtraError(module, extra) from exc
 
 
-def output_error(path: object, exc: OSError) -> ReclaunchError:
-    """`--out PATH` that cannot be written: a bad argument (exit 2), unless the disk failed (1)."""
+def output_error(path: object, exc: OSError, flag: str | None = "--out") -> ReclaunchError:
+    """`--out PATH` (or a positional FILE: flag=None) that cannot be written: a bad argument
+    (exit 2), unless the disk failed (1)."""
     import errno
 
     bad_path = exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.EACCES,
                              errno.EPERM, errno.EROFS, errno.ENAMETOOLONG)
     cls = UsageError if bad_path else ReclaunchError
-    return cls(f"--out {path}: cannot write: {exc.strerror or exc}")
+    return cls(f"{flag + ' ' if flag else ''}{path}: cannot write: {exc.strerror or exc}")

@@ -183,6 +183,7 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
     # job (both want every GPU). DIR/preflight holds what the preflight needs to run alone.
     out = Path(out_dir)
     written = 0
+    stale: list[str] = []
     try:
         for folder, group in ((out, objs), (out / "preflight", pre)):
             if not group:
@@ -190,9 +191,12 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
             if private:
                 folder.chmod(0o700)
+            names = {file_name(i, obj) for i, obj in enumerate(group)}
             for i, obj in enumerate(group):
                 _write(folder / file_name(i, obj), to_yaml([obj]), 0o600 if private else 0o644)
                 written += 1
+            stale += [str(f) for f in sorted(folder.iterdir())
+                      if f.suffix in (".yaml", ".yml", ".json") and f.is_file() and f.name not in names]
     except OSError as exc:
         from reclaunch.errors import output_error
 
@@ -200,6 +204,10 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
     click.echo(f"wrote {written} files to {out}" + (
         f" (the preflight in {out / 'preflight'}: apply it first, alone)" if pre else ""),
         err=True)
+    if stale:   # not ours to delete, but `kubectl apply -f DIR` would apply them with ours
+        click.echo(f"warning: {len(stale)} other manifest file(s) in {out} this render did not write "
+                   f"(`kubectl apply -f {out}` applies them too): " + ", ".join(stale[:5])
+                   + (" ..." if len(stale) > 5 else ""), err=True)
 
 
 def _write(path, text: str, mode: int) -> None:

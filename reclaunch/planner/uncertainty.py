@@ -6,9 +6,12 @@ in planner.yaml (perf.fit: ratio_p10, ratio_p90, with the fit date). A new job's
 taken to be the point estimate divided by a ratio drawn from that spread:
 
     samples/s  [point / ratio_p90, point / ratio_p10]      (P10, P90)
-    hours      [point x ratio_p10, point x ratio_p90]
-    cost       the whole-job USD scale with the hours (instances, control plane and storage are
-               all billed by the hour), so the same factors apply.
+    hours      startup + training x [ratio_p10, ratio_p90]
+    cost       the job repriced at those training hours (planner/cost.py job_cost)
+
+The startup (planner/startup.py) is not a step time: the calibration spread says nothing about
+it, so it is added to both ends unscaled (scaling it too put the P10 duration below the
+startup alone).
 
 `budget.max_usd` is checked against the P90 cost. cloud: local has no range: the GPU
 calibration says nothing about a CPU rehearsal.
@@ -35,23 +38,28 @@ def throughput_range(point: float, measured: bool = False) -> list[float]:
     return [point / hi, point / lo]
 
 
-def scaled(point: float | None, measured: bool = False) -> list[float] | None:
-    """[P10, P90] of a figure proportional to the job's hours (hours, USD)."""
-    if point is None:
-        return None
-    lo, hi = ratios(measured)
-    return [point * lo, point * hi]
-
-
 def apply(plan) -> None:
     """Fill the plan's ranges (Plan.throughput_range, duration_hours_range, Cost *_range)."""
+    from reclaunch.planner import cost as costmod
+
     if plan.instance_type is None:
         return
     measured = (plan.throughput_basis or {}).get("kind") == "measured"
     plan.throughput_range = throughput_range(plan.throughput_samples_per_second, measured)
-    plan.duration_hours_range = scaled(plan.duration_hours, measured)
-    plan.cost.on_demand_total_usd_range = scaled(plan.cost.on_demand_total_usd, measured)
-    plan.cost.spot_total_usd_range = scaled(plan.cost.spot_total_usd, measured)
+    up = plan.startup
+    up_wall = up.seconds / 3600.0 if up is not None else 0.0
+    up_billed = up.billed_seconds / 3600.0 if up is not None else 0.0
+    train_h = max(plan.duration_hours - up_wall, 0.0)
+    ends = [costmod.job_cost(plan.spec, plan.offer, plan.nodes, train_h * r, [],
+                             startup=(up_billed, up_wall)) for r in ratios(measured)]
+    plan.duration_hours_range = [up_wall + train_h * r for r in ratios(measured)]
+
+    def pair(key: str) -> list[float] | None:
+        vals = [getattr(e, key) for e in ends]
+        return None if None in vals else vals
+
+    plan.cost.on_demand_total_usd_range = pair("on_demand_total_usd")
+    plan.cost.spot_total_usd_range = pair("spot_total_usd")
 
 
 def budget_usd(cost, spot: bool) -> float | None:

@@ -75,5 +75,7 @@ def provider_without_journal(name: str, spec_path: str | None, backend: str | No
     more = (f"if it ran on a cloud, `reclaunch down FILE` rebuilds its record from the spec, "
             f"and `reclaunch gc --cloud CLOUD --region REGION --cluster {name} --yes` finds it "
             "by its tags")
-    exc.hint = f"{exc.hint}; {more}" if exc.hint else more
+    # provider_for already tried this once for callers that retry here: say it once.
+    if more not in (exc.hint or ""):
+        exc.hint = f"{exc.hint}; {more}" if exc.hint else more
     raise exc

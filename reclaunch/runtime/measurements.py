@@ -143,7 +143,7 @@ def export(path: str) -> int:
     except OSError as exc:
         from reclaunch.errors import output_error
 
-        raise output_error(path, exc) from None
+        raise output_error(path, exc, flag=None) from None   # `calibrate export FILE`: no --out
     return len(recs)
 
 

@@ -63,7 +63,7 @@ def plan_renderables(plan) -> list:
                  + _span(c.on_demand_total_usd_range, _usd))
     head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean" + _span(c.spot_total_usd_range, _usd)
                  + f"; reclaims alone: P50 {_usd(c.spot_p50_usd)}, P90 {_usd(c.spot_p90_usd)} "
-                 f"({c.expected_reclaims:.2f} expected)")
+                 f"({c.expected_reclaims:.2f} reclaims expected)")
     head.add_row("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}")
     head.add_row("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else ""))
 
@@ -74,11 +74,14 @@ def plan_renderables(plan) -> list:
                                               m.optimizer_bytes, m.activation_bytes,
                                               m.reserve_bytes, m.total_bytes_per_gpu)))
     st = Table(title="step time (ms)")
-    for col in ("embeddings", "dense", "all-reduce", "all-to-all", "exposed comm", "total"):
+    # embeddings + dense + exposed comm + overhead = total: the overhead is the per-step fixed
+    # cost (planner/perf.py step_overhead_seconds) and any wait on the input pipeline.
+    other = s.total_seconds - s.embedding_seconds - s.dense_compute_seconds - s.exposed_comm_seconds
+    for col in ("embeddings", "dense", "all-reduce", "all-to-all", "exposed comm", "overhead", "total"):
         st.add_column(col, justify="right")
     st.add_row(*(f"{v * 1e3:.2f}" for v in (s.embedding_seconds, s.dense_compute_seconds,
                                              s.allreduce_seconds, s.alltoall_seconds,
-                                             s.exposed_comm_seconds, s.total_seconds)))
+                                             s.exposed_comm_seconds, max(other, 0.0), s.total_seconds)))
     out = [head, mem, st, *_sharding_tables(plan)]
     if plan.warnings:
         warn = Table(title="warnings", show_header=False, box=None)

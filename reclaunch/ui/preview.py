@@ -25,9 +25,12 @@ def render_schedule(rows: list[dict[str, Any]]) -> Any:
     """The schedulability check: each pod of the launch, the pools it fits, or why none."""
     from rich.table import Table
 
-    bad = sum(1 for r in rows if not r["fits"])
-    title = (f"{len(rows)} pods: every one has a node pool" if not bad else
-             f"{len(rows)} pods: {bad} cannot be scheduled")
+    # A row is a pod template (master, workers, ...): count the pods its replicas make.
+    pods = sum(int(r["replicas"]) for r in rows)
+    bad = sum(int(r["replicas"]) for r in rows if not r["fits"])
+    kinds = f"{pods} pods ({len(rows)} kinds)"
+    title = (f"{kinds}: every one has a node pool" if not bad else
+             f"{kinds}: {bad} cannot be scheduled")
     table = Table(title=title)
     for col in ("pod", "role", "replicas", "pool", "fits", "why not"):
         table.add_column(col, overflow="fold")

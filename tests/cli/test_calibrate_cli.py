@@ -149,3 +149,11 @@ def test_uncalibrated_local_plan_says_how_and_a_damaged_cache_is_named():
     p.write_text('{"version": 1, "points": []}')
     got, why = cal.load_for_this_host()
     assert got is None and "points" in why
+
+
+def test_export_to_an_unwritable_file_names_the_file_not_a_flag(tmp_path):
+    # `calibrate export FILE` has no --out: the error must not name one.
+    bad = tmp_path / "no-such-dir" / "x.json"
+    r = run("calibrate", "export", str(bad))
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [f"error: {bad}: cannot write: No such file or directory"]

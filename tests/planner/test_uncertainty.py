@@ -22,7 +22,24 @@ def test_json_carries_ranges_around_the_point():
     # hours and samples/s are the same spread seen from both sides
     q10, q90 = uncertainty.ratios()
     assert hi == pytest.approx(j["throughput_samples_per_second"] / q10)
-    assert h1 == pytest.approx(j["duration_hours"] * q90)
+    up_h = j["startup"]["seconds"] / 3600.0
+    assert h1 == pytest.approx(up_h + (j["duration_hours"] - up_h) * q90)
+
+
+def test_startup_is_not_scaled_by_the_step_time_spread():
+    # The startup is paid in full however fast the steps run: no end of the range may sit
+    # below it (scaling the whole duration put the P10 under the startup alone).
+    p = make_plan(make_spec(), bundled_catalog())
+    j = p.to_json()
+    up_h, billed_h = j["startup"]["seconds"] / 3600.0, j["startup"]["billed_seconds"] / 3600.0
+    assert up_h > 0 and billed_h > 0
+    q10, q90 = uncertainty.ratios()
+    train_h = j["duration_hours"] - up_h
+    assert j["duration_hours_range"] == pytest.approx([up_h + train_h * q10, up_h + train_h * q90])
+    c = j["cost"]
+    assert c["on_demand_total_usd_range"][0] > c["on_demand_usd_per_hour"] * billed_h
+    if c["spot_total_usd"] is not None:
+        assert c["spot_total_usd_range"][0] > c["spot_usd_per_hour"] * billed_h
 
 
 def test_budget_is_held_to_the_p90():
