@@ -156,6 +156,8 @@ def read_export(path: str) -> list[meas.Measurement]:
         doc = json.loads(p.read_text())
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:   # file:line like every other input error
+        raise UsageError(f"{path}:{exc.lineno}: not JSON ({exc.msg}, column {exc.colno})") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("kind") != "reclaunch-measurements":

@@ -157,3 +157,12 @@ def test_export_to_an_unwritable_file_names_the_file_not_a_flag(tmp_path):
     r = run("calibrate", "export", str(bad))
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [f"error: {bad}: cannot write: No such file or directory"]
+
+
+def test_import_of_broken_json_names_file_and_line(tmp_path):
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"kind": "reclaunch-measurements",\n "version": 1\n "records": []}\n')
+    with pytest.raises(Exception) as exc:
+        ms.read_export(str(bad))
+    assert str(exc.value).startswith(f"{bad}:3: not JSON")
+    assert getattr(exc.value, "exit_code", None) == 2
