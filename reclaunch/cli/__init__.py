@@ -115,9 +115,11 @@ def _known_regions(regions: list[str], catalog) -> None:
 @click.option("--region", "region_opt", multiple=True, metavar="R",
               help="With --compare: only this region (repeatable).")
 @click.option("--regions", "regions_opt", metavar="R1,R2", help="With --compare: only these regions.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout (design.md contract).")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="With --compare: show the N cheapest offers (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...],
-         regions_opt: str | None, as_json: bool) -> None:
+         regions_opt: str | None, top: int, as_json: bool) -> None:
     """Before any money is spent: fit, parallelism, throughput, all-reduce time and cost.
 
     Names a cheaper region for the same job when the catalog has one. Exits 1 (after printing
@@ -147,7 +149,7 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
         console = _console()
         console.print(plan_view.render_plan(the_plan))
         if rows is not None:
-            console.print(plan_view.render_compare(rows))
+            console.print(plan_view.render_compare(rows, top=top or None))
     if not the_plan.memory.fits:
         sys.exit(1)
 

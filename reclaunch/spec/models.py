@@ -16,10 +16,13 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
 
 from reclaunch.errors import SpecError
 from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS  # noqa: F401
-from reclaunch.spec.units import COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, parse_count, parse_size
+from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
+                                  parse_count, parse_size, parse_storage_size)
 
 Count = Annotated[int, BeforeValidator(parse_count), WithJsonSchema(COUNT_JSON_SCHEMA)]
 Size = Annotated[int, BeforeValidator(parse_size), WithJsonSchema(SIZE_JSON_SCHEMA)]
+StorageSize = Annotated[int, BeforeValidator(parse_storage_size),
+                        WithJsonSchema(STORAGE_SIZE_JSON_SCHEMA)]
 
 
 def _str_value(v: object) -> object:
@@ -66,7 +69,9 @@ class Interconnect(Strict):
 
 class Storage(Strict):
     kind: StorageKind = "none"
-    size: Size | None = Field(None, description='Capacity, e.g. "100TiB" or "1.2TiB"')
+    size: StorageSize | None = Field(None, description=(
+        'Capacity, e.g. "1.2TiB" or "2400GiB"; a bare number is GiB. The plan prices what the '
+        'service creates after its minimum and steps (FSx for Lustre: 1.2 TiB, then 2.4 TiB steps)'))
     mount_path: str = Field("/data", pattern=r"^/[^\s]*$")
     existing: str | None = Field(None, description="Existing file system id / StorageClass (cephfs, pvc)")
     storage_class: str | None = None

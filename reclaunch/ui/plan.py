@@ -12,7 +12,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _usd(v: float | None) -> str:
-    return "no price" if v is None else f"${v:,.2f}" if v < 100 else f"${v:,.0f}"
+    from reclaunch.ui.money import usd
+
+    return usd(v)
+
+
+def _storage_size(st) -> str:
+    from reclaunch.planner.storage_size import billed_gib
+    from reclaunch.spec.units import human_bytes
+
+    got = billed_gib(st.kind, st.size)
+    return human_bytes(got * GIB if got else st.size)
 
 
 def _rate(v: float) -> str:
@@ -133,17 +143,17 @@ def render_plan(plan, width: int = 110) -> str:
     return con.file.getvalue()
 
 
-def compare_renderables(rows: list) -> list:
+def compare_renderables(rows: list, top: int | None = 10) -> list:
+    """The recommendation first, then the `top` cheapest rows (None: all)."""
     from rich.table import Table
 
-    from reclaunch.planner.ranking import recommendation
-
+    shown = rows if top is None else rows[:top]
     t = Table(title="whole-job cost by offer" + (f" (ranked by {rows[0].basis})" if rows else ""))
     for col, just in (("#", "right"), ("instance", "left"), ("region", "left"), ("nodes", "right"),
                       ("fits", "left"), ("samples/s", "right"), ("hours", "right"),
                       ("on-demand $", "right"), ("spot $", "right"), ("note", "left")):
         t.add_column(col, justify=just)
-    for r in rows:
+    for r in shown:
         p = r.plan
         note = ["recommended"] if r.recommended else []
         if r.sizing == "fewest":
@@ -157,12 +167,30 @@ def compare_renderables(rows: list) -> list:
                   f"{p.nodes} ({p.world_size} GPU)", "yes" if p.memory.fits else "NO",
                   _rate(p.throughput_samples_per_second), f"{p.duration_hours:.2f}",
                   _usd(p.cost.on_demand_total_usd), _usd(p.cost.spot_total_usd), ", ".join(note))
-    return [t, f"recommendation: {recommendation(rows)}"]
+    if len(shown) < len(rows):
+        t.caption = f"{len(shown)} of {len(rows)} offers shown (--top N, --top 0 for all)"
+    return [f"recommendation: {recommendation_line(rows)}", t]
 
 
-def render_compare(rows: list, width: int = 140) -> str:
+def recommendation_line(rows: list) -> str:
+    """One line: the cheapest offer that fits, in the project's money format."""
+    best = next((r for r in rows if r.recommended), None)
+    if best is None:
+        return "no priced offer fits this job: run `reclaunch catalog refresh` or shrink the model"
+    p = best.plan
+    text = (f"{p.nodes} x {p.instance_type} ({p.cloud} {p.region}, {p.world_size} x {p.gpu}): "
+            f"{_usd(best.usd)} {best.basis}, {p.duration_hours:.2f} h")
+    spec_rows = [r for r in rows if r.sizing == "spec" and r.plan.memory.fits and r.usd is not None]
+    if best.sizing == "fewest" and spec_rows:
+        alt = spec_rows[0]
+        text += (f"; fewer nodes win: scaling is poor, {alt.plan.nodes} x {alt.plan.instance_type} "
+                 f"would cost {_usd(alt.usd)} for {alt.plan.duration_hours:.2f} h")
+    return text
+
+
+def render_compare(rows: list, width: int = 140, top: int | None = 10) -> str:
     con = _console(width)
-    for r in compare_renderables(rows):
+    for r in compare_renderables(rows, top):
         con.print(r)
     return con.file.getvalue()
 
@@ -175,7 +203,7 @@ def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
                     f"{' (' + ', '.join(plan.zones) + ')' if plan.zones else ''}")
     for col in ("", "per hour", "whole job"):
         t.add_column(col, justify="right" if col else "left")
-    money = lambda v: "-" if v is None else f"${v:,.2f}"  # noqa: E731
+    money = lambda v: _usd(v) if v is not None else "-"  # noqa: E731
     t.add_row("on-demand", money(c.on_demand_usd_per_hour), money(c.on_demand_total_usd))
     t.add_row("spot", money(c.spot_usd_per_hour), money(c.spot_total_usd))
     t.add_row("budget.max_usd", "", money(plan.spec.budget.max_usd))
@@ -183,7 +211,7 @@ def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
     st = plan.spec.storage
     out.print(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
               f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
-              f"storage {st.kind}{' ' + str(st.size) if st.size else ''}; "
+              f"storage {st.kind}{' ' + _storage_size(st) if st.size else ''}; "
               f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h")
     if problem:
         out.print(f"[yellow]budget: {problem}[/yellow]")

@@ -14,7 +14,9 @@ def _elapsed(seconds: float | None) -> str:
 
 def _vs(measured: float | None, planned: float | None, money: bool = False) -> str:
     """`measured (plan planned)`, e.g. `1,234 (plan 2,000)` or `$12.00 (plan $10.00)`."""
-    f = (lambda v: f"${v:,.2f}") if money else (lambda v: f"{v:,.0f}")  # noqa: E731
+    from reclaunch.ui.money import usd
+
+    f = usd if money else (lambda v: f"{v:,.0f}")  # noqa: E731
     if measured is None:
         return "-" if planned is None else f"- (plan {f(planned)})"
     return f(measured) + ("" if planned is None else f" (plan {f(planned)})")
@@ -47,8 +49,14 @@ def status_table(statuses: Iterable):
             caps[n.get("capacity_type", "?")] = caps.get(n.get("capacity_type", "?"), 0) + 1
         nodes = ", ".join(f"{v} {k}" for k, v in sorted(caps.items())) or "-"
         pods = f"{sum(1 for p in s.pods if p.get('phase') == 'Running')}/{len(s.pods)} running" if s.pods else "-"
-        spend = "-" if s.spend_usd is None else f"${s.spend_usd:,.2f}"
+        spend = "-" if s.spend_usd is None else _money(s.spend_usd)
         extra = list(measured_cells(s)) if measured else []
         t.add_row(s.name, s.cloud, f"[{colour.get(s.state, 'white')}]{s.state}[/]", nodes, pods,
                   _elapsed(s.elapsed_seconds), spend, *extra, (s.message or "")[:200])
     return t
+
+
+def _money(v: float) -> str:
+    from reclaunch.ui.money import usd
+
+    return usd(v)
