@@ -45,6 +45,8 @@ class Supervisor:
         self.started_at = time.time()
         self.finished_at: float | None = None
         self.restarting_since: float | None = None
+        from reclaunch.providers.local.repeat import RepeatWatch
+        self.repeat = RepeatWatch()   # the same failure twice in a row stops the job (repeat.py)
         self.store = None
         self.port: int | None = None
         self._last_write = 0.0
@@ -158,6 +160,7 @@ class Supervisor:
                 self.nodes[node]["state"] = "reclaiming"
                 self.nodes[node]["reclaims"] = self.nodes[node].get("reclaims", 0) + 1
                 self.restarting_since = time.time()
+                self.repeat.reclaimed()
             self.preemptions.append(rec)
             self.write(force=True)
 
@@ -190,6 +193,7 @@ class Supervisor:
             buf = self.node_lines.setdefault(node, [])
             buf.append(line)
             del buf[:-400]
+            self.repeat.feed(node, line)
             rank, text = lp.split_rank(line)
             if rank != 0:
                 continue
@@ -297,6 +301,13 @@ class Supervisor:
             self.advance_drills()
             self.read_logs()
             self.check_failure()
+            if (why := self.repeat.repeated()) and self.state not in lp.TERMINAL:
+                node = self.repeat.found[0]
+                lines = self.node_lines.get(node, [])
+                rank = next((r for r, _ in map(lp.split_rank, reversed(lines)) if r is not None), None)
+                self.failure = {"node": node, "exit_code": None, "rank": rank, "repeated": True,
+                                "last_lines": lp.last_lines(lines, rank)}
+                self.finish("Failed", why)
             if self.state not in lp.TERMINAL and not any(
                     n["state"] in ("running", "reclaiming", "replacing") for n in self.nodes) \
                     and self.pending_failure is None:
