@@ -148,6 +148,11 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     else:
         console = _console()
         console.print(plan_view.render_plan(the_plan))
+        from reclaunch.cli.dryrun import needs_a_person
+        from reclaunch.ui.dryrun import person_lines
+
+        for line in person_lines(needs_a_person(the_plan)):   # the list `up` shows, before `up`
+            console.print(line)
         if rows is not None:
             console.print(plan_view.render_compare(rows, top=top or None))
     if not the_plan.memory.fits:

@@ -21,22 +21,25 @@ from reclaunch.errors import ReclaunchError, UsageError  # noqa: F401
               help="Follow the job and apply teardown.when (default), or leave a watcher running.")
 @click.option("--backend", help="Pulumi state backend URL (s3://, azblob://, gs://, https://).")
 @click.option("--dry-run", is_flag=True,
-              help="Print the launch `up` would apply (plan as planned) and create nothing.")
+              help="Show the plan, what needs a person, and the objects `up` would apply; "
+                   "create nothing.")
+@click.option("-o", "--output", "output", type=click.Choice(["text", "yaml"]), default="text",
+              help="With --dry-run: yaml prints every object in full.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="With --dry-run: write one YAML file per object into this directory.")
 @click.option("--fresh", is_flag=True,
               help="cloud: local: train again from step 0 after a run that already succeeded.")
 def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend: str | None,
-       dry_run: bool, fresh: bool) -> None:
+       dry_run: bool, output: str, out_dir: str | None, fresh: bool) -> None:
     """Provision (or reuse) the cluster, start the job, and by default tear down after it."""
     from reclaunch.providers.verbs import cli_up
 
+    if (output != "text" or out_dir) and not dry_run:
+        raise UsageError("-o/--out go with --dry-run")
     if dry_run:
-        from reclaunch.manifests.launch import build_launch
-        from reclaunch.planner import make_plan
-        spec, catalog = _load(file)
-        launch = build_launch(make_plan(spec, catalog))
-        click.echo(f"# reclaunch up --dry-run: nothing created. After a capacity fallback (other "
-                   f"zones, on-demand) `up` rebuilds this launch from the provisioned plan.")
-        click.echo(launch.to_yaml(), nl=False)
+        from reclaunch.cli.dryrun import dry_run as show_dry_run
+
+        show_dry_run(file, output, out_dir)
         return
 
     try:

@@ -64,7 +64,8 @@ def rounding_note(kind: str, size_bytes: int | None) -> str | None:
     """One line when what is created differs from what was asked, for the plan's warnings."""
     got = billed_gib(kind, size_bytes)
     asked = (size_bytes or 0) / GIB
-    if not got or abs(got - asked) < 0.5:
+    # Within 2.4% is AWS's own naming (its "2.4 TiB" is 2400 GiB), not a surprise worth a line.
+    if not got or abs(got - asked) < 0.5 or (kind == "fsx-lustre" and got <= asked <= got * 1.024 + 1e-6):
         return None
     return (f"storage.size {_gib(asked)} becomes {_gib(got)} of {kind} (what the service "
             f"creates and bills: its minimum and steps); the cost counts {_gib(got)}")

@@ -45,26 +45,33 @@ def plan_renderables(plan) -> list:
              f"{plan.world_size} x {plan.gpu} {plan.gpu_memory_gib:g} GiB"
              if plan.instance_type else
              f"{plan.nodes} x {plan.gpus_per_node} CPU process(es) on this machine (cloud: local)")
+    per = "GPU" if plan.instance_type else "process"     # cloud: local runs CPU processes
     head = Table(title=f"plan: {plan.name}", show_header=False, box=None)
     head.add_column(style="bold")
     head.add_column()
     head.add_row("cluster", where)
     head.add_row("fabric", plan.fabric)
-    head.add_row("parallelism", f"{m.parallelism} (needs {m.gpus_needed or 'no'} GPU(s); "
+    head.add_row("parallelism", f"{m.parallelism} (needs {m.gpus_needed or 'no'} "
+                 f"{'process(es)' if per == 'process' else 'GPU(s)'}; "
                  f"embeddings {m.total_embedding_bytes / GIB:.2f} GiB in all)")
     head.add_row("fits", ("yes" if m.fits else "NO") +
-                 f": {m.total_bytes_per_gpu / GIB:.2f} of {m.capacity_bytes_per_gpu / GIB:.1f} GiB per GPU")
+                 f": {m.total_bytes_per_gpu / GIB:.2f} of {m.capacity_bytes_per_gpu / GIB:.1f} GiB per {per}")
     head.add_row("throughput", f"{_rate(plan.throughput_samples_per_second)} samples/s"
                  + (" (rough CPU constant)" if plan.instance_type is None else ""))
-    head.add_row("duration", f"{plan.duration_hours:.2f} h")
-    od = c.on_demand_total_usd
-    head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)")
-    head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean, P50 {_usd(c.spot_p50_usd)}, "
-                 f"P90 {_usd(c.spot_p90_usd)} ({c.expected_reclaims:.2f} reclaims expected)")
-    head.add_row("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}")
-    head.add_row("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else ""))
+    from reclaunch.ui.dryrun import _hours
 
-    mem = Table(title="memory per GPU (GiB)")
+    head.add_row("duration", _hours(plan.duration_hours))
+    od = c.on_demand_total_usd
+    if plan.instance_type is None:
+        head.add_row("cost", "none: CPU processes on this machine")
+    else:
+        head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)")
+        head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean, P50 {_usd(c.spot_p50_usd)}, "
+                     f"P90 {_usd(c.spot_p90_usd)} ({c.expected_reclaims:.2f} reclaims expected)")
+        head.add_row("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}")
+        head.add_row("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else ""))
+
+    mem = Table(title=f"memory per {per} (GiB)")
     for col in ("embeddings", "dense", "gradients", "optimizer", "activations", "reserve", "total"):
         mem.add_column(col, justify="right")
     mem.add_row(*(f"{b / GIB:.2f}" for b in (m.embedding_bytes, m.dense_bytes, m.gradient_bytes,

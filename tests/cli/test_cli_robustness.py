@@ -209,8 +209,9 @@ def test_region_without_catalog_row(env, tmp_path):
     # eu-south-2 sells p5en but not the example's p4d (the catalog lists every p4d region).
     spec = _variant(tmp_path, AWS_EXAMPLE, "region: us-east-1", "region: eu-south-2")
     spec.write_text(spec.read_text().replace("zones: [us-east-1a]", "zones: [eu-south-2a]"))
-    for verb in ("plan", "render", "preview"):
-        line = assert_error(run(env, verb, spec), 1, f"{spec}:", "eu-south-2", "known regions")
+    for verb in ("validate", "plan", "render", "preview"):   # a spec error: exit 2, at validate too
+        line = assert_error(run(env, verb, spec), 2, f"{spec}:5: region:", "eu-south-2",
+                            "regions that do:", "us-east-1")
         assert "refresh --region" not in line   # refresh cannot add a region: no such advice
 
 
