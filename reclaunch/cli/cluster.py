@@ -87,12 +87,20 @@ def status(name: str | None, as_json: bool) -> None:
 @cli.command()
 @click.argument("name")
 @click.option("--rank", type=int, help="Which rank (default: the master, rank 0).")
+@click.option("--all", "all_ranks", is_flag=True,
+              help="Every rank (cloud: local: and the torchrun agents' own lines).")
+@click.option("--metrics", is_flag=True,
+              help="Also the RECLAUNCH_METRICS lines (`diagnose` reads them; hidden by default).")
 @click.option("-f", "--follow", is_flag=True)
-def logs(name: str, rank: int | None, follow: bool) -> None:
-    """Logs of the job's master, or of one rank."""
+def logs(name: str, rank: int | None, all_ranks: bool, metrics: bool, follow: bool) -> None:
+    """Logs of the job's master (rank 0), of one rank, or of all."""
     from reclaunch.providers.verbs import cli_logs
 
-    for line in cli_logs(name, rank=rank, follow=follow):
+    if all_ranks and rank is not None:
+        raise UsageError("--rank and --all: pick one")
+    for line in cli_logs(name, rank=None if all_ranks else (rank or 0), follow=follow):
+        if not metrics and "RECLAUNCH_METRICS " in line:
+            continue
         click.echo(line.rstrip("\n"))
 
 

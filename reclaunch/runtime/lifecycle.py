@@ -294,8 +294,18 @@ def teardown(rec: ClusterRecord, env: Env, journal: Journal, *, reason: str,
     """Destroy the stack, then prove nothing tagged for the cluster is left."""
     env.out().print(f"tearing down {rec.name}: {reason}")
     recover(rec, env, journal)
+    shown, gone = progress(env.out()), []
+
+    def on_event(ev: dict) -> None:   # count what was destroyed, for the summary line below
+        shown(ev)
+        if ev.get("kind") == "resource" and ev.get("status") == "done" \
+                and not str(ev.get("type", "")).startswith("pulumi:"):
+            gone.append(ev)
+
     with _Step(env, journal, "destroy", message=reason, keep_storage=keep_storage):
-        env.infra.destroy(rec.name, keep_storage=keep_storage, on_event=progress(env.out()))
+        env.infra.destroy(rec.name, keep_storage=keep_storage, on_event=on_event)
+    env.out().print(f"destroyed {len(gone)} resource(s) of {rec.name}"
+                    + (" (storage kept)" if keep_storage else ""))
     with _Step(env, journal, "verify") as r:
         left = env.verify(rec, keep_storage)
         for _ in range(int(env.extra.get("verify_attempts", 6)) - 1):
@@ -309,6 +319,8 @@ def teardown(rec: ClusterRecord, env: Env, journal: Journal, *, reason: str,
                                 hint=f"reclaunch gc --cluster {rec.name} --yes")
         r["message"] = "nothing tagged for this cluster is left" + (
             " (storage kept)" if keep_storage else "")
+    env.out().print(f"verified: {r['message']} (sweep of {CLUSTER_TAG}={rec.name} in "
+                    f"{rec.cloud} {rec.region})")
 
 
 def down(name: str, env: Env, *, yes: bool = False, keep_storage: bool = False) -> None:

@@ -52,7 +52,7 @@ def _quiet():
 
 
 @pytest.mark.timeout(240)
-def test_a_config_error_stops_after_two_attempts(home, provider, helpers):
+def test_a_config_error_stops_after_two_attempts(home, provider, helpers, capsys):
     # a second to fail, as a trainer takes to import torch and read its config
     cmd = ["python", "-c", "import sys, time; time.sleep(1); print('error: --foo is not a known option', flush=True); sys.exit(2)"]
     spec = helpers.make_spec("cfg", command=cmd, args=[], nodes=1, min_nodes=1, max_nodes=1,
@@ -73,4 +73,7 @@ def test_a_config_error_stops_after_two_attempts(home, provider, helpers):
     text = str(info.value)
     assert "cfg failed before reporting metrics" in text and "--foo is not a known option" in text
     assert "first interval" not in text
+    capsys.readouterr()
     provider.down("cfg", yes=True)
+    said = capsys.readouterr().out      # `down` says what it stopped and deleted
+    assert "cfg: no process left" in said and "deleted" in said and str(home / "local" / "cfg") in said
