@@ -178,6 +178,12 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
     the_plan = planner.make_plan(spec, catalog)
     objs = render_plan(the_plan)
     pre = [*prerequisites(the_plan), preflight_job(the_plan)] if preflight else []
+    from reclaunch.spec.facts import STACK_PROVISIONED
+
+    if spec.storage.kind in STACK_PROVISIONED:   # the job's claim is not among these objects
+        click.echo(f"note: the job mounts PersistentVolumeClaim {spec.name}-data ({spec.storage.kind}), "
+                   "which `reclaunch up` creates with the file system; on a cluster you already "
+                   "have, create that claim first", err=True)
     if not out_dir:
         click.echo(to_yaml(objs + pre[-1:]), nl=False)
         return

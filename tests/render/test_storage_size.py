@@ -61,3 +61,13 @@ def test_the_plan_prices_the_rounded_size_and_says_so() -> None:
     plan = make_plan(unit, load_catalog())
     assert any("becomes 1,200 GiB of fsx-lustre" in w for w in plan.warnings), plan.warnings
     assert rounding_note("fsx-lustre", 1200 * GIB) is None
+
+
+def test_render_says_the_stack_creates_the_claim():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "reclaunch", "render", "examples/aws-deepfm-p4d.yaml"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "claimName: criteo-deepfm-data" in out.stdout
+    assert "PersistentVolumeClaim criteo-deepfm-data (fsx-lustre), which `reclaunch up` creates" in out.stderr
