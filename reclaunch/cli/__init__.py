@@ -263,7 +263,7 @@ def preview(file: str, as_json: bool) -> None:
 
 # The verbs that act on a cluster (up, status, logs, diagnose, down, preempt, gc) register
 # themselves on the same group.
-from reclaunch.cli import cluster  # noqa: E402,F401
+from reclaunch.cli import check, cluster  # noqa: E402,F401
 
 # ------------------------------------------------------------------ entry point
 
