@@ -178,14 +178,9 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
     the_plan = planner.make_plan(spec, catalog)
     objs = render_plan(the_plan)
     pre = [*prerequisites(the_plan), preflight_job(the_plan)] if preflight else []
-    from reclaunch.spec.facts import STACK_PROVISIONED
-
-    if spec.storage.kind in STACK_PROVISIONED:   # the job's claim is not among these objects
-        click.echo(f"note: the job mounts PersistentVolumeClaim {spec.name}-data ({spec.storage.kind}), "
-                   "which `reclaunch up` creates with the file system; on a cluster you already "
-                   "have, create that claim first", err=True)
     if not out_dir:
         click.echo(to_yaml(objs + pre[-1:]), nl=False)
+        _claim_note(spec)
         return
     # Two folders: `kubectl apply -f DIR` must not start the preflight beside the training
     # job (both want every GPU). DIR/preflight holds what the preflight needs to run alone.
@@ -206,6 +201,16 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
     click.echo(f"wrote {written} files to {out}" + (
         f" (the preflight in {out / 'preflight'}: apply it first, alone)" if pre else ""),
         err=True)
+    _claim_note(spec)
+
+
+def _claim_note(spec) -> None:
+    from reclaunch.spec.facts import STACK_PROVISIONED
+
+    if spec.storage.kind in STACK_PROVISIONED:   # the job's claim is not among these objects
+        click.echo(f"note: the job mounts PersistentVolumeClaim {spec.name}-data ({spec.storage.kind}), "
+                   "which `reclaunch up` creates with the file system; on a cluster you already "
+                   "have, create that claim first", err=True)
 
 
 # ------------------------------------------------------------------ catalog refresh / preview
