@@ -113,3 +113,13 @@ def test_plan_cli_exits_2_on_a_region_without_the_gpu(tmp_path) -> None:
     out = subprocess.run([sys.executable, "-m", "reclaunch", "plan", str(f)], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 2 and f"{f}:5: region:" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("old, new, fragment", [
+    ("mount_path: /data", "mount_path: data dir", "storage.mount_path: 'data dir' must be an absolute path with no spaces, e.g. /data"),
+    ("  fallback: on-demand", "  fallback: on-demand\n  max_price: cheap", "spot.max_price: expected a number, got 'cheap'"),
+    ("batch_size: 4096", "batch_size: 0", "job.batch_size: must be at least 1, got 0"),
+])
+def test_validator_wording_is_the_projects(old: str, new: str, fragment: str) -> None:
+    text = "\n".join(problems(sub(old, new)))
+    assert fragment in text and "Input should" not in text and "String should" not in text
