@@ -123,3 +123,20 @@ def test_plan_cli_exits_2_on_a_region_without_the_gpu(tmp_path) -> None:
 def test_validator_wording_is_the_projects(old: str, new: str, fragment: str) -> None:
     text = "\n".join(problems(sub(old, new)))
     assert fragment in text and "Input should" not in text and "String should" not in text
+
+
+def test_schema_describes_every_field_in_standard_keywords() -> None:
+    import json
+
+    from reclaunch.catalog import bundled_catalog
+    from reclaunch.spec import json_schema
+
+    schema = json_schema()
+    models = {"Spec": schema, **schema["$defs"]}
+    bare = [f"{m}.{f}" for m, body in models.items() for f, p in body.get("properties", {}).items()
+            if not p.get("description")]
+    assert bare == []
+    text = json.dumps(schema)
+    assert '"gt":' not in text and '"le":' not in text and '"exclusiveMinimum"' in text and '"maximum"' in text
+    enum = schema["properties"]["gpu"]["anyOf"][0]["enum"]
+    assert set(enum) == set(bundled_catalog().gpus) and "H100-80GB" in enum
