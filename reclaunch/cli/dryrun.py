@@ -8,13 +8,14 @@ from reclaunch.cli.base import _load
 
 
 def needs_a_person(plan) -> list[str]:
-    """The same list `up` prints before it creates anything (providers.kubecloud reads
-    stacks.<cloud>.manual_prerequisites); [] for cloud: local."""
+    """The same list `up` prints before it creates anything: stacks.manual_prerequisites,
+    which providers.kubecloud._prerequisites hands to the lifecycle (imported directly here:
+    kubecloud costs `plan` start-up time); [] for cloud: local."""
     if plan.spec.runs_here:
         return []
-    from reclaunch.providers.kubecloud import _prerequisites
+    from stacks import manual_prerequisites
 
-    return _prerequisites(plan)
+    return manual_prerequisites(plan)
 
 
 def dry_run(file: str, output: str, out_dir: str | None) -> None:
