@@ -166,7 +166,10 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
 @click.option("--preflight", is_flag=True,
               help="Also render the NCCL all-reduce check (every GPU of every node); with "
                    "--out it goes to DIR/preflight/, applied on its own before DIR.")
-def render(file: str, out_dir: str | None, preflight: bool) -> None:
+@click.option("--with-storage", is_flag=True,
+              help="Also the PV/PVC for an existing file system (storage.existing), for a "
+                   "cluster you already have; `up` creates them itself.")
+def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) -> None:
     """Kubernetes manifests for the job (Namespace, plan ConfigMap, storage, PyTorchJob)."""
     from pathlib import Path
 
@@ -177,10 +180,16 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
     spec, catalog = _load(file)
     the_plan = planner.make_plan(spec, catalog)
     objs = render_plan(the_plan)
+    if with_storage:
+        from reclaunch.manifests.job import _meta
+        from reclaunch.manifests.static_storage import static_volume
+
+        extra = static_volume(the_plan, _meta)   # after the Namespace, before the job
+        objs = objs[:1] + extra + objs[1:]
     pre = [*prerequisites(the_plan), preflight_job(the_plan)] if preflight else []
     if not out_dir:
         click.echo(to_yaml(objs + pre[-1:]), nl=False)
-        _claim_note(spec)
+        _claim_note(spec, with_storage)
         return
     # Two folders: `kubectl apply -f DIR` must not start the preflight beside the training
     # job (both want every GPU). DIR/preflight holds what the preflight needs to run alone.
@@ -201,16 +210,16 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
     click.echo(f"wrote {written} files to {out}" + (
         f" (the preflight in {out / 'preflight'}: apply it first, alone)" if pre else ""),
         err=True)
-    _claim_note(spec)
+    _claim_note(spec, with_storage)
 
 
-def _claim_note(spec) -> None:
+def _claim_note(spec, with_storage: bool = False) -> None:
     from reclaunch.spec.facts import STACK_PROVISIONED
 
-    if spec.storage.kind in STACK_PROVISIONED:   # the job's claim is not among these objects
+    if spec.storage.kind in STACK_PROVISIONED and not with_storage:   # the claim is not here
         click.echo(f"note: the job mounts PersistentVolumeClaim {spec.name}-data ({spec.storage.kind}), "
                    "which `reclaunch up` creates with the file system; on a cluster you already "
-                   "have, create that claim first", err=True)
+                   "have, create that claim first (`--with-storage` writes it for storage.existing)", err=True)
 
 
 # ------------------------------------------------------------------ catalog refresh / preview

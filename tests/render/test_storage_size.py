@@ -71,3 +71,31 @@ def test_render_says_the_stack_creates_the_claim():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "claimName: criteo-deepfm-data" in out.stdout
     assert "PersistentVolumeClaim criteo-deepfm-data (fsx-lustre), which `reclaunch up` creates" in out.stderr
+
+
+def test_render_with_storage_writes_pv_and_pvc_for_an_existing_file_system(tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.conftest import EXAMPLES
+
+    spec = tmp_path / "c.yaml"
+    spec.write_text((EXAMPLES / "aws-deepfm-p4d.yaml").read_text().replace(
+        "  size: 2.4TiB", "  size: 2.4TiB\n  existing: fs-0123456789abcdef0/abcdef12"))
+    out = subprocess.run([sys.executable, "-m", "reclaunch", "render", str(spec), "--with-storage"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    kinds = [d["kind"] for d in docs]
+    assert kinds[:3] == ["Namespace", "PersistentVolume", "PersistentVolumeClaim"]
+    pv, pvc = docs[1], docs[2]
+    assert pv["spec"]["csi"]["volumeHandle"] == "fs-0123456789abcdef0"
+    assert pv["spec"]["csi"]["volumeAttributes"]["dnsname"] == "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com"
+    assert pvc["spec"]["volumeName"] == pv["metadata"]["name"] == "criteo-deepfm-data"
+    assert "which `reclaunch up` creates" not in out.stderr
+    # without storage.existing: exit 2, file:line and the form it takes
+    bad = subprocess.run([sys.executable, "-m", "reclaunch", "render", str(EXAMPLES / "aws-deepfm-p4d.yaml"),
+                          "--with-storage"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "aws-deepfm-p4d.yaml:13: render --with-storage needs storage.existing" in bad.stderr
