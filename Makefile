@@ -25,7 +25,10 @@ $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --no-deps '$(TORCHREC)'
 	touch $@
 
+# The first demo on a machine calibrates it (~1 min, cached in ~/.reclaunch/calibration), so
+# `reclaunch plan examples/local-deepfm.yaml` predicts this host; later demos reuse the cache.
 demo: $(VENV)/.demo-deps
+	$(BIN)/reclaunch calibrate --if-needed
 	$(BIN)/reclaunch up examples/local-deepfm.yaml --yes
 	@echo ""
 	@echo "next: run reclaunch from the venv: 'source $(VENV)/bin/activate' (or call $(BIN)/reclaunch),"

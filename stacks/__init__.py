@@ -2,34 +2,73 @@
 
 Which program belongs to which cloud is declared once, in that cloud's CloudSpec
 (reclaunch/providers/<cloud>/__init__.py). Importing this package imports no Pulumi SDK.
+
+Besides its program, every `stacks.<cloud>` package implements `StackFacts`: the pure facts
+the launch reads from the stack (its node pools, where a job pod must go, what needs a
+person before `up`). The manifests read them through `facts(cloud)`, which refuses a package
+that lacks one, so a renamed function fails loudly instead of making a check find no pools.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-def _package(cloud: str):
-    """stacks.<cloud> (pure: pools, prerequisites), or None for a target with no stack."""
-    import importlib.util
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+
+@runtime_checkable
+class StackFacts(Protocol):
+    """What `stacks.<cloud>` exports besides its Pulumi program (no Pulumi import)."""
+
+    def node_pools(self, plan: "Plan") -> list[Any]:
+        """The cluster's node pools (stacks.common.Pool), as the program creates them."""
+
+    def job_placement(self, plan: "Plan") -> dict[str, Any]:
+        """{node_selector, tolerations} a job pod adds to reach this cloud's GPU pools."""
+
+    def manual_prerequisites(self, plan: "Plan") -> list[str]:
+        """What a person must do before `up` (quotas, registrations, reservations to buy)."""
+
+
+FACTS = tuple(n for n in vars(StackFacts) if not n.startswith("_") and callable(vars(StackFacts)[n]))
+
+
+class StackContractError(TypeError):
+    """A stack package that does not implement StackFacts: a bug in the repo, not in input."""
+
+
+def facts(cloud: str) -> ModuleType | None:
+    """stacks.<cloud> checked against StackFacts; None for a target with no stack (local)."""
     if not cloud.isidentifier() or importlib.util.find_spec(f"stacks.{cloud}") is None:
         return None
-    return importlib.import_module(f"stacks.{cloud}")
+    pkg = importlib.import_module(f"stacks.{cloud}")
+    if not isinstance(pkg, StackFacts):
+        missing = [n for n in FACTS if not callable(getattr(pkg, n, None))]
+        raise StackContractError(f"stacks.{cloud} does not implement stacks.StackFacts: "
+                                 f"missing {', '.join(missing)}")
+    return pkg
 
 
 def node_pools(plan) -> list:
-    """Contract 3: the cluster's node pools ([] for targets with no stack, e.g. local)."""
-    pkg = _package(plan.cloud)
-    return pkg.node_pools(plan) if pkg else []
+    """The cluster's node pools ([] for targets with no stack, e.g. local)."""
+    pkg = facts(plan.cloud)
+    return list(pkg.node_pools(plan)) if pkg else []
 
 
 def manual_prerequisites(plan) -> list[str]:
     """What a person must do before `up` on this cloud (quotas, feature registrations,
     reservations bought); `up` prints these before it creates anything."""
-    pkg = _package(plan.cloud)
+    pkg = facts(plan.cloud)
     return pkg.manual_prerequisites(plan) if pkg else []
 
 
 def job_placement(plan) -> dict:
     """Extra nodeSelector/tolerations a job pod needs on this cloud's GPU pools."""
-    pkg = _package(plan.cloud)
-    return pkg.job_placement(plan) if pkg else {"node_selector": {}, "tolerations": []}
+    pkg = facts(plan.cloud)
+    out = pkg.job_placement(plan) if pkg else {}
+    return {"node_selector": dict(out.get("node_selector") or {}),
+            "tolerations": [dict(t) for t in out.get("tolerations") or ()]}

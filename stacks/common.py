@@ -19,8 +19,7 @@ from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG, GPU_LABEL, MANAGED_TAG, 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
-# One place for the Kubernetes minor version on every cloud (EKS, AKS and GKE all offer it).
-KUBERNETES_VERSION = "1.33"
+# The Kubernetes minor is chosen per cloud and cluster: stacks/versions.py.
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 SYSTEM_POOL_SIZE = (2, 3)                     # min, max nodes for the CPU system pool
@@ -88,7 +87,7 @@ class Pool:
 
 @dataclass
 class NodePool:
-    """One node pool as the cluster will see it (contract 3 in CONTRACTS.md).
+    """One node pool as the cluster will see it (stacks.StackFacts.node_pools returns these).
 
     Built by the pure `stacks.<cloud>.node_pools(plan)`; the Pulumi program creates its pools
     from the same list, so the schedulability check and the cloud cannot disagree. `labels`
@@ -271,12 +270,15 @@ def _set_path(values: dict, dotted: str, value: Any) -> dict:
     return out
 
 
-def helm_values(addon: dict[str, Any], extra: dict | None = None) -> dict:
+def helm_values(addon: dict[str, Any], extra: dict | None = None,
+                facts: dict[str, Any] | None = None) -> dict:
     """The chart values: the file's, the stack's (`extra`), then the facts written at
-    `values_paths` so what is deployed is exactly what the facts say."""
+    `values_paths` so what is deployed is exactly what the facts say. `facts` adds those
+    that follow the cluster's Kubernetes minor (stacks.versions.pinned_facts)."""
     merged = _merge(addon.get("values") or {}, extra or {})
+    known = {**addon, **(facts or {})}
     for fact, path in (addon.get("values_paths") or {}).items():
-        merged = _set_path(merged, path, addon[fact])
+        merged = _set_path(merged, path, known[fact])
     return merged
 
 
@@ -287,8 +289,10 @@ def manifest_sources(addon: dict[str, Any]) -> list[str]:
 
 def install_addons(k8s: Any, pulumi: Any, plan: "Plan", provider: Any,
                    depends_on: list | None = None,
-                   values: dict[str, dict] | None = None) -> dict[str, Any]:
-    """One pinned resource per add-on; `values` merges cloud-specific Helm values by name."""
+                   values: dict[str, dict] | None = None,
+                   facts: Any = None) -> dict[str, Any]:
+    """One pinned resource per add-on; `values` merges cloud-specific Helm values by name;
+    `facts(addon)` gives the facts that follow the cluster minor (stacks.versions)."""
     out: dict[str, Any] = {}
     for addon in addons_for(plan):
         after = [out[d] for d in addon.get("depends_on", []) if d in out]
@@ -300,7 +304,8 @@ def install_addons(k8s: Any, pulumi: Any, plan: "Plan", provider: Any,
                 rname, name=addon["name"], chart=addon["chart"], version=str(addon["version"]),
                 namespace=addon.get("namespace", "kube-system"), create_namespace=True,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=addon["repo"]),
-                values=helm_values(addon, (values or {}).get(addon["name"])),
+                values=helm_values(addon, (values or {}).get(addon["name"]),
+                                   facts(addon) if facts else None),
                 atomic=True, cleanup_on_fail=True, timeout=900, opts=opts)
         elif kind == "kustomize":
             out[addon["name"]] = k8s.kustomize.v2.Directory(

@@ -3,7 +3,9 @@ the spirit of Pulumi CrossGuard: each finding is a line a reviewer would block a
 
     findings = check(plan, resources)      # [] when every policy holds
 
-Pure: reads only the recorded inputs, so it runs under mocks in tests and in `preview`.
+Pure: reads only the recorded inputs, so it runs under mocks: the tests run it over every
+example on every cloud, and `reclaunch preview` runs it on the user's spec (its findings are
+`policy` in `preview --json`, and any finding makes preview exit 1).
 """
 
 from __future__ import annotations

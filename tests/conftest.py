@@ -1,4 +1,6 @@
-"""Shared fixtures. Every test gets its own RECLAUNCH_HOME so nothing touches ~/.reclaunch."""
+"""Shared fixtures. Every test gets its own RECLAUNCH_HOME so nothing touches ~/.reclaunch,
+and the same host (RAM, cores) and the same day, so no result depends on the machine or the
+date it runs on (reclaunch/host.py reads exactly these three facts)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,18 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 SHARED = ROOT.parent / "shared"
 
+# The host every test plans on: a 2-core, 16 GiB machine on the day these goldens were made.
+# A test about the host functions themselves unsets or overrides them.
+PINNED_HOST = {"RECLAUNCH_HOST_MEMORY": "16GiB", "RECLAUNCH_HOST_CPUS": "2",
+               "RECLAUNCH_TODAY": "2026-12-01"}
+
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("reclaunch-home")
     monkeypatch.setenv("RECLAUNCH_HOME", str(home))
+    for var, value in PINNED_HOST.items():
+        monkeypatch.setenv(var, value)
     # No test may reach a real cloud: blank credentials and endpoints point nowhere useful.
     for var in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                 "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"):
@@ -25,3 +34,16 @@ def _isolated_home(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def example_paths():
     return sorted(EXAMPLES.glob("*.yaml"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """RECLAUNCH_TEST_ORDER=reverse or shuffle:SEED runs the suite in another order, to find a
+    test that depends on an earlier one or on its leftovers (issue 20). Unset: file order."""
+    import os
+    import random
+
+    order = os.environ.get("RECLAUNCH_TEST_ORDER", "")
+    if order == "reverse":
+        items.reverse()
+    elif order.startswith("shuffle:"):
+        random.Random(order.partition(":")[2]).shuffle(items)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+from reclaunch import host
+
 STALE_AFTER_DAYS = 90
 
 INSTANCE_COLUMNS = (
@@ -23,8 +25,9 @@ INSTANCE_COLUMNS = (
     "price_as_of", "source", "zones", "purchase", "purchase_usd",
 )
 # How a row's instance can be bought when it has no on-demand price (AWS P5e: Capacity Blocks
-# only). purchase_usd is the per-instance-hour price that way where the vendor publishes one.
-PURCHASE_KINDS = ("on-demand", "capacity-block", "reservation")
+# only; GCP a3-highgpu-1g/2g/4g: Spot or Flex-start VMs only). purchase_usd is the
+# per-instance-hour price that way where the vendor publishes one.
+PURCHASE_KINDS = ("on-demand", "capacity-block", "reservation", "flex-start")
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ class Offer:
         return (self.cloud, self.instance_type, self.region)
 
     def age_days(self, today: _dt.date | None = None) -> int:
-        return ((today or _dt.date.today()) - self.price_as_of).days
+        return ((today or host.today()) - self.price_as_of).days
 
     def is_stale(self, today: _dt.date | None = None) -> bool:
         return self.age_days(today) > STALE_AFTER_DAYS
@@ -229,7 +232,12 @@ def load_catalog(overlay: bool = True, overlay_dir: Path | None = None) -> Catal
     extra = read_overlay((overlay_dir or user_overlay_dir()) / "instances.csv")
     if extra is None:
         return cat
+    from reclaunch.catalog.overlay import far_from_bundled, warn_once
+
     merged = {o.key: o for o in cat.offers}
+    for o in extra:   # flagged, still used: prices move, unit slips should not pass silently
+        if o.key in merged and (why := far_from_bundled(o, merged[o.key])):
+            warn_once(why)
     merged.update({o.key: o for o in extra})
     return replace(cat, version=f"{cat.version}+overlay", offers=tuple(merged.values()))
 

@@ -1,12 +1,16 @@
 """Regenerate the bundled catalog's Azure rows from a SkyPilot Azure catalog snapshot. Not on any
 start-up path: run by hand when a newer snapshot is read, then review the diff and commit.
 
-    python -m reclaunch.catalog.build_azure --as-of 2026-11-09 [--azure FILE] [--write]
+    python -m reclaunch.catalog.build_azure --as-of 2026-11-09 [--azure FILE ...] [--write]
 
 Input: SkyPilot's `catalogs/v6/azure/vms.csv` (github.com/skypilot-org/skypilot-catalog; the v8
-catalog has no Azure file). data/skypilot_v6_azure_098741e7.csv is the extract (the rows of the
-Azure types in data/instance_types.csv, verbatim) of the copy read at commit
-098741e70562f65d7af1cceb81e33b284f742604. Columns used: InstanceType, Price (on-demand, Linux),
+catalog has no Azure file). The default --azure files are the extracts in
+../shared/reference/catalog-sources/ (reclaunch/catalog/sources.py AZURE; another project's
+file, so not package data): skypilot_v6_azure_098741e7.csv (the 4- and 8-GPU types) and
+skypilot_v6_azure_098741e7_sizes.csv (NC24ads/NC48ads A100 v4, NC40ads/NC80adis H100 v5), the
+rows of the Azure types in data/instance_types.csv, verbatim, of the copy read at commit
+098741e70562f65d7af1cceb81e33b284f742604. Azure sells no L4 VM, and the file has no ND H200 v5
+or ND GB200 v6 row (newer than the snapshot): those have no dated source and are not listed. Columns used: InstanceType, Price (on-demand, Linux),
 SpotPrice (one per region: Azure spot is not per zone in this file), Region. Its AcceleratorCount
 is not used (it says 12 for ND96isr_H100_v5; the facts table is authoritative).
 
@@ -24,14 +28,13 @@ equal to on-demand (ND96isr_H100_v5 in this file) is no spot discount and is lef
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import sys
 from pathlib import Path
 
+from reclaunch.catalog import sources
 from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts, write_instances, as_of_in_future, read_instances
 
-SNAPSHOT = DATA / "skypilot_v6_azure_098741e7.csv"
 SNAPSHOT_NAME = "skypilot-org/skypilot-catalog@098741e7 catalogs/v6/azure/vms.csv"
 AS_OF = dt.date(2026, 11, 9)
 # (instance type, region) -> on-demand USD/h receipted on AS_OF (shared/reference/prices.md).
@@ -59,7 +62,8 @@ def merge_regions(existing: list[dict], generated: list[dict]) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--azure", type=Path, default=SNAPSHOT, help="SkyPilot catalogs/v6/azure/vms.csv or an extract")
+    ap.add_argument("--azure", nargs="+", type=Path, default=sources.defaults(sources.AZURE),
+                    help="SkyPilot catalogs/v6/azure/vms.csv or extracts of it")
     ap.add_argument("--snapshot", default=SNAPSHOT_NAME, help="repo@commit path, written into every row's source")
     ap.add_argument("--as-of", required=True, type=dt.date.fromisoformat,
                     help="the date the snapshot's prices are known to hold (a dated receipt of the same numbers)")
@@ -69,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     if as_of_in_future(a.as_of):
         return 2
     facts = read_facts()
-    with a.azure.open(newline="") as fh:
-        generated, notes = generate(csv.DictReader(fh), facts, a.snapshot, a.as_of)
+    snap = sources.read_csv_rows(a.azure)
+    if snap is None:
+        return 2
+    generated, notes = generate(snap, facts, a.snapshot, a.as_of)
     existing = read_instances(a.out)
     merged = merge_regions(existing, generated)
     for n in notes:

@@ -1,9 +1,15 @@
 """Regenerate the bundled catalog's AWS rows from a SkyPilot catalog snapshot. Not on any
 start-up path: run by hand when a newer snapshot is read, then review the diff and commit.
 
-    python -m reclaunch.catalog.build_catalog --aws vms.csv \\
+    python -m reclaunch.catalog.build_catalog [--aws vms.csv ...] \\
         --snapshot "skypilot-org/skypilot-catalog@00148f2a catalogs/v8/aws/vms.csv" \\
         --as-of 2026-11-09 [--write]
+
+--aws defaults to the extract in ../shared/reference/catalog-sources/ (reclaunch/catalog/
+sources.py): the rows of the 1-GPU and B200 types (g5.xlarge, g6.xlarge, g6.8xlarge,
+g6e.2xlarge, p6-b200.48xlarge) of the same 00148f2a file, columns InstanceType, Price,
+SpotPrice, Region, AvailabilityZone. The other AWS rows were generated from the whole file;
+regenerate them by passing it.
 
 Input: SkyPilot's `catalogs/v*/aws/vms.csv` (github.com/skypilot-org/skypilot-catalog; columns
 InstanceType, Price, SpotPrice, Region, AvailabilityZone: one row per instance type and AZ ID,
@@ -27,6 +33,8 @@ import re
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from reclaunch.catalog import sources
 
 DATA = Path(__file__).with_name("data")
 # AWS Local Zone AZ IDs (use1-atl2-az1, usw2-lax1-az1) are a metro edge site, not an AZ of the
@@ -101,7 +109,9 @@ def build_rows(cells, facts, snapshot: str, as_of: dt.date, cloud: str = "aws") 
 
 
 def _fmt(v: float | None, digits: int) -> str:
-    return "" if v is None else f"{round(v, digits):g}"
+    # Fixed decimals, trailing zeros dropped: ":g" would keep only 6 significant digits and
+    # turn p6-b200's 113.9328 into 113.933.
+    return "" if v is None else (f"{round(v, digits):.{digits}f}".rstrip("0").rstrip(".") or "0")
 
 
 def merge(existing: list[dict], generated: list[dict], cloud: str = "aws") -> list[dict]:
@@ -137,7 +147,8 @@ def write_instances(out: Path, rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--aws", required=True, type=Path, help="SkyPilot catalogs/v*/aws/vms.csv (or an extract)")
+    ap.add_argument("--aws", nargs="+", type=Path, default=sources.defaults(sources.AWS),
+                    help="SkyPilot catalogs/v*/aws/vms.csv (or extracts of it)")
     ap.add_argument("--snapshot", required=True, help="repo@commit path, written into every row's source")
     ap.add_argument("--as-of", required=True, type=dt.date.fromisoformat,
                     help="the date the snapshot's prices are known to hold (YYYY-MM-DD)")
@@ -147,8 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     if as_of_in_future(a.as_of):
         return 2
     facts = read_facts()
-    with a.aws.open(newline="") as fh:
-        cells = aggregate(csv.DictReader(fh), facts)
+    snap = sources.read_csv_rows(a.aws)
+    if snap is None:
+        return 2
+    cells = aggregate(snap, facts)
     generated, notes = build_rows(cells, facts, a.snapshot, a.as_of)
     existing = read_instances(a.out)
     merged = merge(existing, generated)

@@ -50,6 +50,36 @@ def check_offer(offer, known_gpus: Iterable[str]) -> str | None:
     for col in ("on_demand_usd", "spot_usd"):
         if getattr(offer, col) == 0:
             return f"{col}: 0 (a free GPU instance is a broken row)"
+    for col in PRICE_COLUMNS:   # 1e-300 or 1e300 is a unit slip or a broken writer
+        v = getattr(offer, col, None)
+        if v is not None and not PRICE_MIN <= v <= PRICE_MAX:
+            return f"{col}: {v:g} USD/hour is outside {PRICE_MIN:g}..{PRICE_MAX:g}"
+    for col, (lo, hi) in BOUNDS.items():
+        v = getattr(offer, col)
+        if not lo <= v <= hi:
+            return f"{col}: {v:g} is outside {lo:g}..{hi:g}"
+    if len(offer.source) > 1000:
+        return f"source: {len(offer.source)} characters (a URL or a file name is far shorter)"
+    return None
+
+
+# USD per instance-hour. The bundled catalog spans $1.62 (spot) to $127.82 (on-demand) as of
+# its snapshot (data/instances.csv); these bounds leave two orders of magnitude either side.
+PRICE_MIN, PRICE_MAX = 0.01, 5000.0
+PRICE_COLUMNS = ("on_demand_usd", "spot_usd", "spot_low_usd", "spot_high_usd", "purchase_usd")
+BOUNDS = {"gpu_count": (1, 64), "gpu_memory_gib": (1, 1024), "vcpus": (1, 4096),
+          "ram_gib": (1, 65536), "nics": (0, 64), "network_gbps": (0, 100_000)}
+FAR = 10.0   # an overlay price this many times off the bundled one is flagged
+
+
+def far_from_bundled(offer, bundled) -> str | None:
+    """A warning when a refreshed price is more than FAR times off the bundled one (kept:
+    prices do move, but a unit slip should not pass unnoticed)."""
+    for col in ("on_demand_usd", "spot_usd"):
+        new, old = getattr(offer, col), getattr(bundled, col)
+        if new and old and not old / FAR <= new <= old * FAR:
+            return (f"{offer.cloud} {offer.instance_type} {offer.region}: overlay {col} "
+                    f"{new:g} is more than {FAR:g}x off the bundled {old:g}; check the overlay")
     return None
 
 

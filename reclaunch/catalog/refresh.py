@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from reclaunch.catalog import (Catalog, Offer, load_catalog, offers, read_overlay, user_overlay_dir,
                                write_rows)
+from reclaunch import host
 from reclaunch.errors import ReclaunchError, UsageError
 
 PRICE_FIELDS = ("on_demand_usd", "spot_usd", "spot_low_usd", "spot_high_usd")
@@ -150,6 +151,11 @@ def _merge(old: Offer, q: Quote, today: _dt.date) -> tuple[Offer, str]:
         vals[f] = None if new is None else round(float(new), 6)
     source = f"{q.source} {today.isoformat()}".strip()
     notes = [q.note] if q.note else []
+    if old.purchase != "on-demand" and old.on_demand_usd is None and vals["on_demand_usd"] is not None:
+        # Not sold on demand (GCP a3-highgpu-1g: Spot or Flex-start only): a billing API's
+        # on-demand SKU sum is a price nobody can pay, so it must not price the row.
+        vals["on_demand_usd"] = None
+        notes.append(f"sold as {old.purchase} only: the fetched on-demand price is not used")
     if kept:
         notes.append(f"not returned, kept from {old.price_as_of.isoformat()}: "
                      + ", ".join(kept))
@@ -201,7 +207,7 @@ def refresh(catalog: Catalog | None = None, clouds: Iterable[str] | str | None =
     catalog = catalog if catalog is not None else load_catalog()
     if isinstance(clouds, str):
         clouds = [clouds]
-    today = today or _dt.date.today()
+    today = today or host.today()
     report = RefreshReport(today=today, dry_run=dry_run)
     rows = select_rows(catalog, clouds or [c for c in fetchers.keys()], region, instance, fetchers)
 
@@ -237,55 +243,3 @@ def refresh(catalog: Catalog | None = None, clouds: Iterable[str] | str | None =
         write_rows(report.overlay_path, list(merged.values()))
         report.written = report.overlay_path
     return report
-
-
-# --- rendering -------------------------------------------------------------------------------
-
-def _money(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.4f}".rstrip("0").rstrip(".")
-
-
-def _change_cells(c: FieldChange) -> tuple[str, str]:
-    arrow = f"{_money(c.old)} -> {_money(c.new)}"
-    pct = "" if c.pct is None else f"{c.pct:+.1f}%"
-    return arrow, pct
-
-
-def _lines(report: RefreshReport) -> list[tuple[str, str, str, str, str]]:
-    out = []
-    for d in report.diffs:
-        shown = [c for c in d.changes if c.changed] or [d.changes[0]]
-        for i, c in enumerate(shown):
-            arrow, pct = _change_cells(c)
-            label = "/".join(d.key) if i == 0 else ""
-            flag = ("SUSPICIOUS" if d.suspicious else "") if i == 0 else ""
-            out.append((label, c.field.removesuffix("_usd"), arrow,
-                        pct if c.changed else "unchanged", flag))
-    return out
-
-
-def _footer(report: RefreshReport) -> list[str]:
-    lines = []
-    if report.suspicious:
-        lines.append(f"{len(report.suspicious)} row(s) moved more than {SUSPICIOUS_PCT:g}%: "
-                     "check them (a wrong SKU match halves GCP A3 prices) before trusting them.")
-    for f in report.failures:
-        lines.append(f"failed, old prices kept: {f}")
-    n = len(report.diffs)
-    if report.dry_run:
-        lines.append(f"dry run: {n} row(s) would be written to {report.overlay_path}")
-    elif report.written:
-        lines.append(f"wrote {n} row(s) dated {report.today.isoformat()} to {report.written}")
-    else:
-        lines.append("nothing written")
-    return lines
-
-
-def render_text(report: RefreshReport) -> str:
-    rows = _lines(report)
-    head = ("row", "price", "old -> new", "change", "")
-    widths = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
-    text = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head] + rows]
-    return "\n".join(text + _footer(report))
-
-

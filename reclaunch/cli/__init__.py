@@ -135,7 +135,10 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     if regions and not compare:
         raise UsageError("--region/--regions go with --compare")
     _known_regions(regions, catalog)
-    the_plan = planner.make_plan(spec, catalog)
+    from reclaunch.runtime.measurements import plan_context
+
+    # measured runs of this job shape and (cloud: local) this host's calibration, passed in
+    the_plan = planner.make_plan(spec, catalog, context=plan_context(spec))
     alt = _cheaper_region(spec, the_plan, catalog)
     rows = (planner.compare(spec, catalog, same_cloud=same_cloud, regions=regions or None)
             if compare else None)
@@ -187,10 +190,12 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
         extra = static_volume(the_plan, _meta)   # after the Namespace, before the job
         objs = objs[:1] + extra + objs[1:]
     pre = [*prerequisites(the_plan), preflight_job(the_plan)] if preflight else []
-    if not out_dir:
-        click.echo(to_yaml(objs + pre[-1:]), nl=False)
+    from reclaunch.manifests.secrets import holds_user_env, redacted
+    if not out_dir:   # printed: secret-looking values redacted (secrets.py); --out writes them
+        click.echo(to_yaml(redacted(objs + pre[-1:])), nl=False)
         _claim_note(spec, with_storage)
         return
+    private = holds_user_env(the_plan)   # files that may hold job.env values: owner-only
     # Two folders: `kubectl apply -f DIR` must not start the preflight beside the training
     # job (both want every GPU). DIR/preflight holds what the preflight needs to run alone.
     out = Path(out_dir)
@@ -199,9 +204,11 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
         for folder, group in ((out, objs), (out / "preflight", pre)):
             if not group:
                 continue
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
+            if private:
+                folder.chmod(0o700)
             for i, obj in enumerate(group):
-                (folder / file_name(i, obj)).write_text(to_yaml([obj]))
+                _write(folder / file_name(i, obj), to_yaml([obj]), 0o600 if private else 0o644)
                 written += 1
     except OSError as exc:
         from reclaunch.errors import output_error
@@ -220,6 +227,14 @@ def _claim_note(spec, with_storage: bool = False) -> None:
         click.echo(f"note: the job mounts PersistentVolumeClaim {spec.name}-data ({spec.storage.kind}), "
                    "which `reclaunch up` creates with the file system; on a cluster you already "
                    "have, create that claim first (`--with-storage` writes it for storage.existing)", err=True)
+
+
+def _write(path, text: str, mode: int) -> None:
+    import os
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    os.fchmod(fd, mode)   # an existing file keeps its mode through O_CREAT
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
 
 
 # ------------------------------------------------------------------ catalog refresh / preview
@@ -255,29 +270,35 @@ def preview(file: str, as_json: bool) -> None:
     """What `pulumi up` would create, from the Pulumi program run under mocks (no credentials),
     and where every pod of the launch would be scheduled.
 
-    Exits 1 (after printing) when a pod fits no node pool: `up` would refuse it.
+    The stack's resources also go through the policy checks (stacks/policy.py: tags, no
+    world-open control plane or SSH, encrypted volumes, scoped IAM, pinned GPU pools).
+    Exits 1 (after printing) when a pod fits no node pool or a policy fails.
     """
     from reclaunch import planner
     from reclaunch.manifests.placement import for_plan
     from reclaunch.providers import preview_plan
-    from reclaunch.ui.preview import render_preview, render_schedule
+    from reclaunch.ui.preview import render_policy, render_preview, render_schedule
+    from stacks.policy import check as policy_check
 
     spec, catalog = _load(file)
     the_plan = planner.make_plan(spec, catalog)
     resources = preview_plan(the_plan)
     rows = for_plan(the_plan, catalog)
+    findings = policy_check(the_plan, resources)
     if as_json:
-        _emit_json({"resources": resources, "schedule": rows})
+        _emit_json({"resources": resources, "schedule": rows, "policy": findings})
     else:
         _console().print(render_preview(resources))
         _console().print(render_schedule(rows))
-    if any(not r["fits"] for r in rows):
+        _console().print(render_policy(findings))
+    if any(not r["fits"] for r in rows) or findings:
         sys.exit(1)
 
 
 # The verbs that act on a cluster (up, status, logs, diagnose, down, preempt, gc) register
 # themselves on the same group.
 from reclaunch.cli import check, cluster  # noqa: E402,F401
+from reclaunch.cli import calibrate as _calibrate  # noqa: E402,F401
 
 # ------------------------------------------------------------------ entry point
 

@@ -96,12 +96,14 @@ def logs(name: str, rank: int | None, all_ranks: bool, metrics: bool, follow: bo
     """Logs of the job's master (rank 0), of one rank, or of all."""
     from reclaunch.providers.verbs import cli_logs
 
+    from reclaunch.ui.text import visible   # the job's bytes: no terminal escapes pass
+
     if all_ranks and rank is not None:
         raise UsageError("--rank and --all: pick one")
     for line in cli_logs(name, rank=None if all_ranks else (rank or 0), follow=follow):
         if not metrics and "RECLAUNCH_METRICS " in line:
             continue
-        click.echo(line.rstrip("\n"))
+        click.echo(visible(line.rstrip("\n"), keep_newlines=False, limit=None))
 
 
 @cli.command()

@@ -11,8 +11,22 @@ import click
 from reclaunch.errors import ReclaunchError
 
 
+def quiet_sdk_warnings() -> None:
+    """Third-party deprecation notices are for the SDK's own developers, not for our users:
+    google.api_core alone prints five FutureWarnings per command once Google stops supporting
+    the running Python (a date it decides), burying the one line we print. RECLAUNCH_DEBUG=1
+    shows them again; warnings raised by our own modules always show."""
+    if os.environ.get("RECLAUNCH_DEBUG"):
+        return
+    import warnings
+
+    for category in (FutureWarning, DeprecationWarning, PendingDeprecationWarning):
+        warnings.filterwarnings("ignore", category=category, module=r"(?!reclaunch\b)")
+
+
 def run(cli: click.Group, argv: list[str] | None = None) -> None:
     """Run the click group; every outcome becomes one line on stderr and an exit code."""
+    quiet_sdk_warnings()
     try:  # which file stdout is, to tell a reader that went away (`| head -1`) later
         stdout_id = os.fstat(1)[1:3]
     except OSError:
@@ -40,9 +54,11 @@ def run(cli: click.Group, argv: list[str] | None = None) -> None:
         from reclaunch.errors import SpecError
 
         # Spec problems already read `file:line: field: message`; the rest get a prefix.
+        from reclaunch.ui.text import visible   # a job's or a file's text: escapes made visible
+
         lines = exc.problems if isinstance(exc, SpecError) else [f"error: {exc}"]
         for line in lines:
-            click.echo(line, err=True)
+            click.echo(visible(line, limit=4000), err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
@@ -73,7 +89,8 @@ def run(cli: click.Group, argv: list[str] | None = None) -> None:
     except Exception as exc:  # a bug of ours: still one line unless asked for the traceback
         if os.environ.get("RECLAUNCH_DEBUG"):
             raise
-        click.echo(f"internal error: {type(exc).__name__}: {exc} "
+        from reclaunch.ui.text import visible
+        click.echo(f"internal error: {type(exc).__name__}: {visible(exc, limit=1000)} "
                    "(set RECLAUNCH_DEBUG=1 for the traceback, and please report it)", err=True)
         sys.exit(1)
     sys.exit(0)

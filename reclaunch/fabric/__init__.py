@@ -16,7 +16,8 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from reclaunch.errors import PlanError
-from reclaunch.fabric.profiles import DATE, PCIE_GEN4, PROFILES, FabricProfile, Member
+from reclaunch.fabric.generations import PROFILES
+from reclaunch.fabric.profiles import DATE, PCIE_GEN4, FabricProfile, Member
 
 __all__ = ["DATE", "PROFILES", "FabricProfile", "Member", "PodRequirements", "get_profile",
            "profile_for", "nccl_env", "pod_requirements", "gke_networks", "FABRICS",

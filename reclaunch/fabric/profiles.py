@@ -88,6 +88,9 @@ class FabricProfile:
     inter_node_busbw_gbs: float = 0.0
     busbw_threshold_gbs: float = 0.0
     threshold_basis: str = ""
+    # The nccl-tests collective the threshold was measured with; the preflight runs that one
+    # (a floor from all_gather busbw says nothing about all_reduce busbw).
+    threshold_collective: str = "all_reduce"
     fallback_fix: str = ""            # what to fix when NCCL fell back to sockets
     low_busbw_fix: str = ""           # what to check when busbw is under the threshold
     notes: str = ""
@@ -105,7 +108,15 @@ def _mount(name: str, path: str, read_only: bool = False) -> Mapping[str, Any]:
     return _ro({"name": name, "mountPath": path, **({"readOnly": True} if read_only else {})})
 
 
-_EFA_ENV = {"FI_EFA_USE_DEVICE_RDMA": "1", "NCCL_SOCKET_IFNAME": "^lo,docker"}
+# NCCL_NET pins the aws-ofi-nccl net ("Libfabric", the plugin's name since v1.13.0-aws,
+# src/nccl_ofi_interface_nvidia.cpp): without a pin, an image lacking the plugin or
+# libfabric silently runs NCCL on sockets; with it, NCCL init stops with the net missing.
+# FI_EFA_USE_HUGE_PAGE=0: aws-ofi-nccl doc/efa-env-var.md, needed when PyTorch data-loader
+# workers fork (else os.fork() "Cannot allocate memory" once huge pages run out); the
+# reference trainer forks loader workers. NCCL_TUNER_PLUGIN is not set: the plugin sets it
+# to its own library itself (src/platform-aws.cpp), and skips that when it is already set.
+_EFA_NET = {"NCCL_NET": "Libfabric", "FI_EFA_USE_HUGE_PAGE": "0"}
+_EFA_ENV = {"FI_EFA_USE_DEVICE_RDMA": "1", "NCCL_SOCKET_IFNAME": "^lo,docker", **_EFA_NET}
 # Where the EFA installer puts libfabric (/opt/amazon/efa/lib) and aws-ofi-nccl
 # (/opt/amazon/ofi-nccl/lib[/x86_64-linux-gnu] since installer 1.29; /opt/aws-ofi-nccl/install/lib
 # when built from source), plus a source-built NCCL: the paths every image of
@@ -131,9 +142,14 @@ _EFA_LOW = ("check every EFA device is requested, the nodes share a cluster plac
 # NCCL_NET_GDR_LEVEL and the topology file as Azure's AKS samples set them
 # (Azure/aks-rdma-infiniband tests/scenarios/k8s/values.yaml ncclEnvVars: NCCL_NET_GDR_LEVEL=SYS;
 # templates/mpi-job.yaml: NCCL_TOPO_FILE=/opt/nvidia-topology/topo.xml from a ConfigMap).
+# NCCL_NET=IB (NCCL's built-in verbs net, src/transport/net_ib.cc): a pod without the HCAs
+# or libibverbs then fails NCCL init instead of training on sockets.
+# NCCL_IGNORE_CPU_AFFINITY=1 on every ND generation, as azhpc-images writes it into
+# /etc/nccl.conf (components/customizations/ndv4.sh and ndv5.sh, 2026-07).
 _AZ_ENV = {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0",
            "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "NCCL_NET_GDR_LEVEL": "SYS",
-           "NCCL_TOPO_FILE": f"{TOPO_DIR}/{TOPO_FILE}"}
+           "NCCL_TOPO_FILE": f"{TOPO_DIR}/{TOPO_FILE}", "NCCL_NET": "IB",
+           "NCCL_IGNORE_CPU_AFFINITY": "1"}
 _AZ_SOURCE = "Azure azhpc-images (ndv4.sh, ndv5.sh, nccl.conf); Azure/aks-rdma-infiniband"
 _AZ_FALLBACK = (
     "install the NVIDIA Network Operator (nodes labelled "
@@ -178,7 +194,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         name="efa-p5", fabric="efa", clouds=("aws",),
         members=(Member("p5.", HGX_H100), Member("p5e.", HGX_H200)),
         source=_EFA_SOURCE, date=DATE,
-        env=_ro({**_EFA_ENV, "NCCL_TUNER_PLUGIN": "libnccl-ofi-tuner.so"}),
+        env=_ro(_EFA_ENV),
         resources=_ro({"vpc.amazonaws.com/efa": 32}), hugepages=_EFA_HUGEPAGES,
         transport="NET/OFI", link_gbps=3200, gpudirect=True,
         measured_2node_busbw_gbs=437.8, inter_node_busbw_gbs=400.0, busbw_threshold_gbs=350.2,
@@ -186,12 +202,13 @@ PROFILES: tuple[FabricProfile, ...] = (
         fallback_fix=_EFA_FALLBACK, low_busbw_fix=_EFA_LOW,
         ld_library_path=_EFA_LIBS, gdr_fix=_EFA_GDR,
         notes="32 x 100 Gbps EFA. At-scale figure is the 3200 Gbps link (400 GB/s); Slurm "
-              "measured 487.1 at 16 GiB. The OFI tuner is a no-op at <= 2 nodes."),
+              "measured 487.1 at 16 GiB. The OFI tuner (loaded by the plugin) is a no-op at "
+              "<= 2 nodes."),
     FabricProfile(
         name="efa-p5en", fabric="efa", clouds=("aws",),
         members=(Member("p5en.", HGX_H200),),
         source=_EFA_SOURCE, date=DATE,
-        env=_ro({**_EFA_ENV, "NCCL_TUNER_PLUGIN": "libnccl-ofi-tuner.so"}),
+        env=_ro(_EFA_ENV),
         resources=_ro({"vpc.amazonaws.com/efa": 16}), hugepages=_EFA_HUGEPAGES,
         transport="NET/OFI", link_gbps=3200, gpudirect=True,
         measured_2node_busbw_gbs=None, inter_node_busbw_gbs=400.0, busbw_threshold_gbs=350.2,
@@ -207,7 +224,7 @@ PROFILES: tuple[FabricProfile, ...] = (
                  Member("g6e.48xlarge", PCIE_GEN4, 25.0, 20.0, _ro({"vpc.amazonaws.com/efa": 4})),
                  Member("g6e.", PCIE_GEN4, 6.25, 5.0, _ro({"vpc.amazonaws.com/efa": 1}))),
         source=_EFA_SOURCE, date=DATE,
-        env=_ro({"NCCL_SOCKET_IFNAME": "^lo,docker"}),
+        env=_ro({"NCCL_SOCKET_IFNAME": "^lo,docker", **_EFA_NET}),
         resources=_ro({"vpc.amazonaws.com/efa": 1}), hugepages=_EFA_HUGEPAGES,
         transport="NET/OFI", link_gbps=100, gpudirect=False,
         inter_node_busbw_gbs=6.25, busbw_threshold_gbs=5.0,
@@ -236,8 +253,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         members=(Member("Standard_ND96isr_H100_v5", HGX_H100),
                  Member("Standard_ND96isr_H200_v5", HGX_H200)),
         source=_AZ_SOURCE, date=DATE,
-        env=_ro({**_AZ_ENV,
-                 "NCCL_IGNORE_CPU_AFFINITY": "1"}), topology="ndv5", gdr_fix=_AZ_GDR,
+        env=_ro(_AZ_ENV), topology="ndv5", gdr_fix=_AZ_GDR,
         resources=_ro({"rdma/ib": 8}), capabilities=("IPC_LOCK",),
         transport="NET/IB", link_gbps=3200, gpudirect=True,
         inter_node_busbw_gbs=320.0, busbw_threshold_gbs=256.0,
@@ -284,12 +300,13 @@ PROFILES: tuple[FabricProfile, ...] = (
         transport="NET/GPUDirectTCPX", link_gbps=1000, gpudirect=True,
         measured_2node_busbw_gbs=50.0, inter_node_busbw_gbs=50.0, busbw_threshold_gbs=40.0,
         threshold_basis="0.8 x ~50 GB/s (a3-highgpu, 2 nodes, all_gather 8 GiB; dstack)",
+        threshold_collective="all_gather",
         fallback_fix=("run the tcpx-daemon (tcpgpudmarxd) sidecar sharing /run/tcpx, install the "
                       "GPUDirect-TCPX NCCL plugin with the nccl-tcpx-installer DaemonSet "
                       "(mounted from /home/kubernetes/bin/nvidia), and attach the 4 GPU NICs "
                       "through networking.gke.io/interfaces"),
         low_busbw_fix="check all 4 GPU NICs are attached and the tcpx-daemon log shows no errors",
-        notes="the measured figure is all_gather busbw, used for all_reduce too. The training "
+        notes="the measured figure is all_gather busbw, so the preflight runs all_gather. The training "
               "command must touch exit_file on exit so the non-native sidecar stops."),
     FabricProfile(
         name="gcp-tcpxo", fabric="tcpxo", clouds=("gcp",),
@@ -308,6 +325,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         transport="NET/FasTrak", link_gbps=1800, gpudirect=True,
         measured_2node_busbw_gbs=188.5, inter_node_busbw_gbs=188.5, busbw_threshold_gbs=150.8,
         threshold_basis="0.8 x 188.5 GB/s (a3-megagpu, 2 nodes, all_gather 8 GiB; dstack)",
+        threshold_collective="all_gather",
         fallback_fix=("run tcpxo-daemon as a native sidecar (initContainer, restartPolicy "
                       "Always), install the TCPXO NCCL plugin with the nccl-tcpxo-installer "
                       "DaemonSet, add the devices.gke.io/container.tcpxo-daemon annotation and "
@@ -316,7 +334,8 @@ PROFILES: tuple[FabricProfile, ...] = (
                        "version matches the node's NCCL plugin installer"),
         gdr_fix=("check the tcpxo-daemon sidecar passed its startup probe, /dev/aperture_devices "
                  "is mounted and the devices.gke.io annotation lists every GPU"),
-        notes="the measured figure is all_gather busbw; plain TCP on the same machine gives ~4 "
+        notes="the measured figure is all_gather busbw (the preflight runs all_gather); plain "
+              "TCP on the same machine gives ~4 "
               "GB/s (NVIDIA aicr). The daemon image is coupled to the plugin installer version "
               "(one row, gpudirect.tcpxo in k8s/addons.yaml). env is env_script's exports "
               "(fabric/tcpxo.py cites the file); NCCL_NVLS_ENABLE is not among them."),
@@ -371,3 +390,4 @@ PROFILES: tuple[FabricProfile, ...] = (
         threshold_basis="no threshold: CPU gloo on a local cluster",
         notes="local kind cluster, CPU torch with gloo; bandwidth figures are placeholders."),
 )
+

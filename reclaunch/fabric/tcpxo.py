@@ -58,12 +58,14 @@ RXDM_ARGS = "--num_hops=2"
 # The daemon writes this file once its buffer manager is up (buffer_mgmt_daemon/
 # fastrak_gpumem_manager.cc HEALTH_CHECK_LOG_FILE; the name may not contain '_'); the startup
 # probe is the vendor's (container-engine-accelerators gpudirect-tcpxo/best-practice.md
-# "Setup Startup Probe for the TCPXO-daemon Sidecar"). On a bad node the sidecar fails in
-# ~30 s instead of the job hanging in NCCL init.
+# "Setup Startup Probe for the TCPXO-daemon Sidecar"), with a longer budget: that guide says
+# the daemon is ready in "typically ~30 s", and 1 + 6 x 5 = 31 s left no margin, so a slow
+# but healthy node killed its own sidecar (each kill a restart the job's backoffLimit
+# counts). 1 + 24 x 5 = 121 s; a bad node still fails in two minutes, not an NCCL hang.
 HEALTH_FILE = "/run/health-check"
 STARTUP_PROBE = MappingProxyType({
     "initialDelaySeconds": 1, "periodSeconds": 5, "timeoutSeconds": 1,
-    "successThreshold": 1, "failureThreshold": 6,
+    "successThreshold": 1, "failureThreshold": 24,
     "exec": {"command": ["cat", HEALTH_FILE]},
 })
 # Placeholder the profile table carries for the daemon image; pod_requirements replaces it

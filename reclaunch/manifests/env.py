@@ -111,5 +111,9 @@ def job_env(plan: "Plan", *, local_root: str | Path | None = None,
     if data_dir:
         env["DATA_DIR"] = data_dir
     env.update({k: str(v) for k, v in (plan.nccl_env if nccl is None else nccl).items()})
-    env.update({k: str(v) for k, v in job.env.items()})
+    for k, v in job.env.items():   # a {secret, key} reference is no value: secrets.py renders it
+        if hasattr(v, "secret"):
+            env.pop(k, None)
+        else:
+            env[k] = str(v)
     return env

@@ -16,6 +16,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from reclaunch.manifests import rdzv
+from reclaunch.manifests.restarts import backoff_limit
 from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG as CLUSTER_LABEL, MANAGED_TAG as MANAGED_LABEL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,12 +80,24 @@ def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
     if offer is not None:
         cpu = max(1, offer.vcpus - max(2, math.ceil(offer.vcpus * 0.06)))
         mem_gib = max(1, int(offer.ram_gib - max(8.0, offer.ram_gib * 0.08)))
+        mem_gib = min(mem_gib, _allocatable_gib(offer, requests))   # small nodes (a2-highgpu-1g)
         requests.update({"cpu": str(cpu), "memory": f"{mem_gib}Gi"})
         limits["memory"] = f"{mem_gib}Gi"   # no CPU limit: throttling hurts the dataloader
     elif any(k.startswith("hugepages-") for k in requests):
         # The API server refuses hugepages without a cpu or memory request.
         requests["memory"] = limits["memory"] = "8Gi"
     return {"requests": requests, "limits": limits}
+
+
+def _allocatable_gib(offer, requests: dict[str, Any]) -> int:
+    """Whole GiB the node's managed k8s leaves to pods (manifests.allocatable): on a small node
+    (79 GiB a2-highgpu-1g) the flat 8% would ask for more memory than the node advertises."""
+    from reclaunch.manifests.allocatable import allocatable
+    from reclaunch.manifests.apiserver import quantity
+
+    huge = {k: int(quantity(v)) for k, v in requests.items() if k.startswith("hugepages-")}
+    mem = allocatable(offer.cloud, offer.vcpus, offer.ram_gib, huge).resources()["memory"]
+    return max(1, int(mem / 2**30))
 
 
 def multi_node(plan: "Plan") -> bool:
@@ -140,6 +153,7 @@ def _env_list(env: dict[str, str]) -> list[dict[str, str]]:
 def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[str, Any]:
     from reclaunch.fabric import ld_library_export, nccl_env
     from reclaunch.manifests.env import job_env
+    from reclaunch.manifests.secrets import secret_refs, value_from
 
     spec = plan.spec
     req = requirements(plan)
@@ -166,7 +180,7 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
         "imagePullPolicy": "IfNotPresent",
         "command": command,
         "args": args,
-        "env": _env_list(env),
+        "env": _env_list(env) + value_from(secret_refs(plan)),   # secrets.py: never a value
         "ports": [{"name": "pytorchjob-port", "containerPort": MASTER_PORT}],
         "resources": pod_resources(plan),
     }
@@ -219,7 +233,8 @@ def pytorch_job(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[s
     run_policy: dict[str, Any] = {
         "cleanPodPolicy": "Running",            # finished pods stay for `reclaunch logs`
         "ttlSecondsAfterFinished": TTL_AFTER_FINISHED,
-        "backoffLimit": spec.job.max_restarts,
+        # Counted per container restart over all pods (manifests/restarts.py), not per job.
+        "backoffLimit": backoff_limit(plan, template),
     }
     deadline = budget_deadline_seconds(plan)
     if deadline:

@@ -27,6 +27,11 @@ from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
 # same sweep as `all_reduce_perf -b 8 -e 8G -f 2 -g 1` and prints the nccl-tests table format
 # (in-place columns; torch's all_reduce is in-place, so out-of-place reads N/A). It also tests
 # the exact NCCL and net plugin the training image will use. CPU-only pods fall back to gloo.
+# The timed loop's iteration count is one number for all ranks: each rank times one probe
+# all_reduce, and the MAX of those probes (itself an all_reduce every rank issues) sets the
+# count. A count from each rank's own clock gives ranks different numbers of collectives:
+# gloo stops with a collective mismatch, NCCL hangs until its watchdog. nccl-tests gets the
+# same guarantee from a fixed `-n` (src/common.cu: every rank runs `iters` of each size).
 ALLREDUCE_SCRIPT = r'''
 import os, socket, sys, time
 import torch, torch.distributed as dist
@@ -35,6 +40,7 @@ def nbytes(s):
     return int(float(s[:-1]) * k[s[-1]]) if s[-1] in k else int(s)
 a = dict(zip(sys.argv[1::2], sys.argv[2::2]))
 lo, hi, f = nbytes(a.get("-b", "8")), nbytes(a.get("-e", "8G")), int(a.get("-f", "2"))
+coll = a.get("-c", "all_reduce")
 cuda = torch.cuda.is_available()
 lr = int(os.environ.get("LOCAL_RANK", "0"))
 if cuda:
@@ -46,6 +52,7 @@ sync = torch.cuda.synchronize if cuda else (lambda: None)
 def say(*x):
     if r == 0:
         print(*x, flush=True)
+say(f"# Collective test starting: {coll}_perf")
 say(f"# nThread 1 nGpus 1 minBytes {lo} maxBytes {hi} step: {f}(factor) warmup iters: 1 "
     f"iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices")
 me = (r, os.getpid(), socket.gethostname(), lr, torch.cuda.get_device_name(lr) if cuda else "cpu")
@@ -58,25 +65,37 @@ say("#       size         count      type   redop    root     time   algbw   bus
     "     time   algbw   busbw #wrong")
 say("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       "
     "     (us)  (GB/s)  (GB/s)       ")
-buf = torch.empty(max(hi // 4, 1), dtype=torch.float32, device=dev)
+buf = torch.empty(max(hi // 4, n), dtype=torch.float32, device=dev)
+gather = coll == "all_gather"
 bus_all, bad_all, s = [], 0, lo
 while s <= hi:
-    c = max(s // 4, 1); v = buf[:c]
-    v.fill_(1.0); dist.all_reduce(v); sync()
-    bad = int((v != n).sum().item())
-    t0 = time.perf_counter(); dist.all_reduce(v); sync()
-    iters = max(1, min(20, int(0.5 / max(time.perf_counter() - t0, 1e-6))))
+    c = max(s // 4 // n, 1) * n if gather else max(s // 4, 1); v = buf[:c]
+    if gather:   # nccl-tests all_gather: size = the gathered buffer, each rank sends 1/n
+        part = v[r * (c // n):(r + 1) * (c // n)].clone().fill_(float(r))
+        op = lambda: dist.all_gather_into_tensor(v, part)
+        op(); sync()
+        want = torch.arange(n, dtype=v.dtype, device=dev).repeat_interleave(c // n)
+        bad = int((v != want).sum().item())
+    else:
+        op = lambda: dist.all_reduce(v)
+        v.fill_(1.0); op(); sync()
+        bad = int((v != n).sum().item())
+    t0 = time.perf_counter(); op(); sync()
+    probe = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=dev)
+    dist.all_reduce(probe, op=dist.ReduceOp.MAX)
+    iters = max(1, min(20, int(0.5 / max(probe.item(), 1e-6))))
     dist.barrier(); sync(); t0 = time.perf_counter()
     for _ in range(iters):
-        dist.all_reduce(v)
+        op()
     sync()
     agg = torch.tensor([(time.perf_counter() - t0) / iters, bad], dtype=torch.float64, device=dev)
     dist.all_reduce(agg, op=dist.ReduceOp.MAX)
     t, bad = agg[0].item(), int(agg[1].item())
-    alg = c * 4 / t / 1e9; bus = alg * 2 * (n - 1) / n
+    # nccl-tests doc/PERFORMANCE.md: busbw = algbw x 2(n-1)/n (all_reduce), (n-1)/n (all_gather)
+    alg = c * 4 / t / 1e9; bus = alg * (1 if gather else 2) * (n - 1) / n
     bus_all.append(bus); bad_all += bad
-    say(f"{c * 4:12d}  {c:12d}     float     sum      -1      N/A     N/A     N/A     N/A"
-        f"  {t * 1e6:7.1f}  {alg:6.2f}  {bus:6.2f}  {bad:5d}")
+    say(f"{c * 4:12d}  {c:12d}     float  {'none' if gather else 'sum':>6}      -1      N/A"
+        f"     N/A     N/A     N/A  {t * 1e6:7.1f}  {alg:6.2f}  {bus:6.2f}  {bad:5d}")
     s *= f
 say(f"# Out of bounds values : {bad_all} {'OK' if bad_all == 0 else 'FAILED'}")
 say(f"# Avg bus bandwidth    : {sum(bus_all) / max(len(bus_all), 1):.4f}\n#")
@@ -111,7 +130,7 @@ def nccl_tests_job(name: str, namespace: str, image: str, nodes: int, gpus_per_n
     env = {**req.env, **nccl_env(profile, user_env, debug="INFO"),
            "RECLAUNCH_ALLREDUCE_PY": ALLREDUCE_SCRIPT}
     launch = (f'torchrun --no-python python3 -c "$RECLAUNCH_ALLREDUCE_PY" '
-              f"-b {min_bytes} -e {max_bytes} -f {factor}")
+              f"-b {min_bytes} -e {max_bytes} -f {factor} -c {profile.threshold_collective}")
     if req.exit_file:   # a non-native sidecar waits for this file before it exits
         launch += f"; rc=$?; touch {req.exit_file}; exit $rc"
     if req.ld_library_path:
@@ -171,6 +190,30 @@ def nccl_tests_job(name: str, namespace: str, image: str, nodes: int, gpus_per_n
             "pytorchReplicaSpecs": specs,
         },
     }
+
+
+def _nbytes(text: str) -> int:
+    """The script's (and nccl-tests') size syntax: 8, 64K, 8G in powers of two."""
+    t = str(text).upper().rstrip("B")
+    k = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(t[:-1]) * k[t[-1]]) if t[-1] in k else int(t)
+
+
+def sweep_problems(result: NcclTestResult, *, min_bytes: str = "8", max_bytes: str = "8G",
+                   factor: int = 2) -> list[str]:
+    """Why a parsed log is not a complete run of the sweep the job asked for ([] = it is):
+    a rank that died mid-sweep leaves a table that ends early and no summary line."""
+    lo, hi = max(_nbytes(min_bytes), 1), _nbytes(max_bytes)
+    want, s = 0, lo
+    while s <= hi:
+        want, s = want + 1, s * factor
+    out = []
+    if len(result.rows) < want or result.largest.size < hi // factor:
+        out.append(f"the sweep stopped early: {len(result.rows)} of {want} sizes, largest "
+                   f"{result.largest.size} B of {hi} B")
+    if result.avg_busbw is None:
+        out.append("no '# Avg bus bandwidth' line: the run did not finish")
+    return out
 
 
 def threshold_for(profile: FabricProfile, nodes: int) -> float:

@@ -23,7 +23,6 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .apiserver import api_server_rules, effective_requests, is_extended, quantity
 
-NODE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 # Which pools (NodePool.role) each kind of pod is for: job pods run on the GPU pools the stack
 # makes for them, everything else on the system pool.
 POOL_ROLE = {"training": "gpu", "preflight": "gpu", "rendezvous": "system"}

@@ -1,19 +1,20 @@
-"""What the manifests take from the stacks' pure data (CONTRACTS.md contract 3).
+"""What the manifests take from the stacks' pure data (stacks.StackFacts and stacks.common).
 
-`stacks.<cloud>` exposes `node_pools(plan)` and `job_placement(plan)`, and `stacks.common`
-the add-on facts and the pinned GPUDirect row of k8s/addons.yaml. None of it imports Pulumi.
-Reading them here keeps the pods we render and the pools the stack creates one datum: the
-labels a pod selects, the taints it tolerates and the daemon image paired with the node's
-plugin installer all come from the same place the stack builds from. A target without a
-stack package (cloud: local) has none of these facts.
+`stacks.<cloud>` implements `stacks.StackFacts` (node_pools, job_placement,
+manual_prerequisites) and `stacks.common` holds the add-on facts and the pinned GPUDirect row
+of k8s/addons.yaml. None of it imports Pulumi. Reading them here keeps the pods we render and
+the pools the stack creates one datum: the labels a pod selects, the taints it tolerates and
+the daemon image paired with the node's plugin installer all come from the same place the
+stack builds from. A target without a stack package (cloud: local) has none of these facts;
+a stack package that lacks one is a StackContractError, never an empty answer.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+import stacks
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.fabric import FabricProfile
@@ -21,48 +22,34 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def stack_package(cloud: str) -> ModuleType | None:
-    """`stacks.<cloud>` (contract 3 names it so), or None for a target without a stack."""
-    name = f"stacks.{cloud}"
-    try:
-        if importlib.util.find_spec(name) is None:
-            return None
-    except ModuleNotFoundError:
-        return None
-    return importlib.import_module(name)
+    """`stacks.<cloud>` checked against StackFacts, or None for a target without a stack."""
+    return stacks.facts(cloud)
 
 
 def job_placement(plan: "Plan") -> dict[str, Any]:
     """{node_selector, tolerations} a job pod adds on this cloud to reach the GPU pools."""
-    pkg = stack_package(plan.cloud)
-    place = getattr(pkg, "job_placement", None)
-    out = place(plan) if place else {}
-    return {"node_selector": dict(out.get("node_selector") or {}),
-            "tolerations": [dict(t) for t in out.get("tolerations") or ()]}
+    return stacks.job_placement(plan)
 
 
 def node_pools(plan: "Plan") -> list[Any]:
-    pkg = stack_package(plan.cloud)
-    if pkg is None or not hasattr(pkg, "node_pools"):
-        return []
-    return list(pkg.node_pools(plan))
+    return stacks.node_pools(plan)
 
 
 def addon_facts(plan: "Plan") -> list[dict[str, Any]]:
-    if stack_package(plan.cloud) is None:
+    if stacks.facts(plan.cloud) is None:
         return []
     from stacks import common
 
-    facts = getattr(common, "addon_facts", None)   # absent: the stack states no facts
-    return facts(plan) if facts else []
+    return common.addon_facts(plan)
 
 
 def fabric_group_label(plan: "Plan") -> str | None:
     """The node label naming the RDMA fabric a GPU node of this plan's stack is on."""
-    if stack_package(plan.cloud) is None:
+    if stacks.facts(plan.cloud) is None:
         return None
     from stacks import common
 
-    return getattr(common, "FABRIC_GROUP_LABEL", None)
+    return common.FABRIC_GROUP_LABEL
 
 
 def rxdm_image(profile: "FabricProfile") -> str | None:

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import math
-import os
-
+from reclaunch import host
 from reclaunch.errors import PlanError, SpecError  # noqa: F401
 from reclaunch.planner import cost as costmod
-from reclaunch.planner.constants import constants
+from reclaunch.planner import uncertainty
+from reclaunch.planner.constants import constants, dtype_bytes
+from reclaunch.planner.evidence import gather
 from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
-from reclaunch.planner.perf import Hardware, dense_seconds, step_time
+from reclaunch.planner.perf import Hardware, dense_seconds, step_overhead_seconds, step_time
 from reclaunch.planner.shard_plan import plan_sharding
-
-
-def _host_ram_bytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return int(constants()["local"]["fallback_ram_gib"] * GIB)
 
 
 def candidate_offers(spec, catalog):
@@ -57,7 +50,7 @@ def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str,
     if offer is None:  # cloud: local — CPU processes over gloo, clearly rough constants
         loc = c["local"]
         world = spec.nodes * spec.gpus_per_node
-        cap = _host_ram_bytes() // max(world, 1)
+        cap = host.ram_bytes() // max(world, 1)
         hw = Hardware(hbm_gbs=loc["memory_gbs_per_process"], peak_tflops=loc["cpu_gflops_per_process"] / 1e3,
                       utilisation=loc["dense_utilisation"], intra_gbs=loc["gloo_gbs"], inter_gbs=loc["gloo_gbs"],
                       device=loc["device"], stream_gbs=loc["stream_gbs_per_process"])
@@ -66,27 +59,19 @@ def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str,
     fabric, env, intra, inter = _fabric(spec, offer, catalog, warnings)
     hw = Hardware(hbm_gbs=gpu.hbm_tbps * 1e3 * perf["hbm_efficiency"],
                   peak_tflops=gpu.peak_tflops(spec.job.precision),
-                  utilisation=perf["dense_utilisation"][spec.job.precision],
-                  intra_gbs=intra, inter_gbs=inter)
+                  utilisation=perf["gemm_efficiency"], intra_gbs=intra, inter_gbs=inter,
+                  host_vcpus=offer.vcpus)
     return hw, fabric, env, int(offer.gpu_memory_gib * GIB), offer.gpu_memory_gib
 
 
 def _fabric(spec, offer, catalog, warnings):
-    try:
-        from reclaunch import fabric as fab
-    except ImportError:
-        fab = None
-    if fab is not None:
-        prof = fab.profile_for(offer.cloud, offer.instance_type, _inter_node(spec, offer), catalog)
-        if prof.warning:
-            warnings.append(prof.warning)
-        env = fab.nccl_env(prof, spec.nccl.env, debug=spec.nccl.debug)
-        return prof.name, env, float(prof.intra_node_busbw_gbs), float(prof.inter_node_busbw_gbs)
-    fb = constants()["fabric_fallback"]
-    want = _inter_node(spec, offer)
-    name = offer.fabric if want == "auto" else want
-    intra = fb["intra_node_busbw_gbs"].get(offer.nvlink or "pcie", fb["intra_node_busbw_gbs"]["pcie"])
-    return name, dict(spec.nccl.env), float(intra), float(fb["inter_node_busbw_gbs"][name])
+    from reclaunch import fabric as fab
+
+    prof = fab.profile_for(offer.cloud, offer.instance_type, _inter_node(spec, offer), catalog)
+    if prof.warning:
+        warnings.append(prof.warning)
+    env = fab.nccl_env(prof, spec.nccl.env, debug=spec.nccl.debug)
+    return prof.name, env, float(prof.intra_node_busbw_gbs), float(prof.inter_node_busbw_gbs)
 
 
 def _inter_node(spec, offer) -> str:
@@ -95,18 +80,30 @@ def _inter_node(spec, offer) -> str:
     return want if want in ("auto", "ethernet", offer.fabric) else "auto"
 
 
-def make_plan(spec, catalog=None, offer=None, nodes: int | None = None) -> Plan:
-    """The plan for `spec` (optionally on a given catalog `offer` and node count)."""
+def make_plan(spec, catalog=None, offer=None, nodes: int | None = None, *, context=None) -> Plan:
+    """The plan for `spec` (optionally on a given catalog `offer` and node count). `context`
+    (planner.measured.PlanContext): measured runs, this host's calibration, preflight."""
     from reclaunch.catalog import load_catalog
 
     cat = catalog if catalog is not None else load_catalog()
+
+    def again(spec, catalog, offer=None, nodes=None):   # a re-size keeps the evidence
+        return make_plan(spec, catalog, offer, nodes, context=context)
+
     if not spec.runs_here and offer is None:
-        rows = candidate_offers(spec, cat)
+        from reclaunch.planner import sizing   # across 1-, 2-, 4- and 8-GPU sizes
+
+        rows = sizing.candidates(spec, cat, candidate_offers)
         if len(rows) == 1 or spec.instance_type:
             offer = rows[0]
         else:
-            return _cheapest([make_plan(spec, cat, o, nodes) for o in rows], spec.spot.enabled)
-    return _build(spec, cat, offer, nodes or spec.nodes)
+            plans = [sizing.sized(spec, cat, make_plan(spec, cat, o, nodes, context=context), nodes, again)
+                     for o in rows]
+            best = _cheapest(plans, spec.spot.enabled)
+            best.pick_reason = sizing.why(best, plans, spec.spot.enabled)
+            return best
+        return sizing.sized(spec, cat, _build(spec, cat, offer, nodes or spec.nodes, context), nodes, again)
+    return _build(spec, cat, offer, nodes or spec.nodes, context)
 
 
 def _cheapest(plans: list[Plan], spot: bool) -> Plan:
@@ -124,7 +121,7 @@ def _inputs(spec, cat, offer, warnings):
     hw, fabric, env, cap, gpu_gib = _hardware(spec, offer, cat, warnings)
     fixed = fixed_part(spec, cap)
     dense_s, dense_bwd = dense_seconds(spec, hw, fixed.dense)
-    dense_ar = fixed.dense.params * constants()["memory"]["master_weight_bytes"]
+    dense_ar = fixed.dense.params * dtype_bytes(spec.job.gradient_dtype)   # on the wire
     return gpn, hw, fabric, env, cap, gpu_gib, fixed, dense_s, dense_bwd, dense_ar
 
 
@@ -136,7 +133,7 @@ def rate_sharding(spec, assignment, catalog, offer, nodes: int):
     return rate(spec, hw, fixed, cap, nodes, gpn, dense_s, dense_bwd, dense_ar, assignment)
 
 
-def _build(spec, cat, offer, nodes: int) -> Plan:
+def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     c = constants()
     warnings: list[str] = []
     gpn, hw, fabric, env, cap, gpu_gib, fixed, dense_s, dense_bwd, dense_ar = _inputs(
@@ -153,19 +150,22 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
         warnings.append(f"does not fit: {mem.total_bytes_per_gpu / GIB:.1f} GiB per GPU of "
                         f"{mem.capacity_bytes_per_gpu / GIB:.1f} GiB ({short:.1f} GiB short); {need}")
     step, comm, thr = step_time(spec, hw, ev, dense_s, dense_ar, nodes, gpn)
+    cloud = offer.cloud if offer is not None else spec.cloud
+    # This host's calibration, the measured runs of this shape, the startup (planner/evidence.py).
+    evi = gather(spec, cloud=cloud, instance=offer.instance_type if offer else None,
+                 gpus_per_node=gpn, nodes=nodes, sharding=shard, step=step, throughput=thr,
+                 context=context, modelled=lambda ref: make_plan(ref, cat).step.total_seconds)
+    step, thr = evi.step, evi.throughput
+    warnings.extend(evi.notes)
     samples = spec.job.dataset.samples * spec.job.dataset.epochs
-    hours = samples / thr / 3600.0
-    cost = costmod.job_cost(spec, offer, nodes, hours, warnings)
+    train_h = samples / thr / 3600.0
+    hours = train_h + evi.startup.seconds / 3600.0
+    cost = costmod.job_cost(spec, offer, nodes, train_h, warnings,
+                            startup=(evi.startup.billed_seconds / 3600.0, evi.startup.seconds / 3600.0))
     workers = _workers(spec, offer, gpn, warnings)
     if offer is not None and offer.ram_gib < c["checks"]["host_ram_min_x_gpu_memory"] * offer.gpu_memory_gib:
         warnings.append(f"host RAM {offer.ram_gib:g} GiB is below {c['checks']['host_ram_min_x_gpu_memory']}x "
                         f"GPU memory ({offer.gpu_memory_gib:g} GiB): dataloaders may swap")
-    if spec.budget.max_usd is not None:
-        est = costmod.headline_usd(cost, spec.spot.enabled)
-        if est is not None and est > spec.budget.max_usd:
-            warnings.append(f"estimated {est:,.0f} USD exceeds budget.max_usd {spec.budget.max_usd:,.0f} "
-                            f"({spec.where('budget', 'max_usd')}); `up` will refuse without --force")
-    cloud = offer.cloud if offer is not None else spec.cloud
     rate, rate_src = costmod.reclaim_rate(spec, cloud)
     consts = {
         "planner_data_version": c["version"],
@@ -175,8 +175,10 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
                  "memory_gbs_per_process": c["local"]["memory_gbs_per_process"],
                  "source": c["local"]["source"]}),
         "hbm_gbs_effective": hw.hbm_gbs, "peak_tflops": hw.peak_tflops,
-        "dense_utilisation": hw.utilisation, "hbm_efficiency": c["perf"]["hbm_efficiency"],
-        "step_overhead_seconds": c["perf"]["step_overhead_seconds"],
+        "gemm_efficiency": hw.utilisation, "hbm_efficiency": c["perf"]["hbm_efficiency"],
+        "step_overhead_seconds": step_overhead_seconds(hw.device),
+        "kernel_launch_seconds": c["perf"]["kernel_launch_seconds"][spec.job.execution],
+        "execution": spec.job.execution, "gradient_dtype": spec.job.gradient_dtype,
         "intra_node_busbw_gbs": hw.intra_gbs, "inter_node_busbw_gbs": hw.inter_gbs,
         "alltoall_efficiency": {"intra": c["perf"]["alltoall_efficiency_intra"],
                                 "inter": c["perf"]["alltoall_efficiency_inter"]},
@@ -195,13 +197,13 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
                     "price": offer.source if offer is not None else None},
     }
     if offer is None:
-        consts["note"] = "cloud: local: CPU processes over gloo; throughput is a rough CPU constant"
+        consts["note"] = f"cloud: local: CPU processes over gloo; throughput {evi.calibration}"
     lo, hi = min(spec.min_nodes, nodes), max(spec.max_nodes, nodes)
     if shard.model_parallel and world > 1:
         # Sharded tables are laid out for this world size and the trainer does not reshard
         # them on resume: an elastic job waits for its nodes instead of shrinking or growing.
         lo = hi = nodes
-    return Plan(
+    plan = Plan(
         spec=spec, cloud=cloud, region=offer.region if offer else spec.region,
         zones=list(spec.zones), instance_type=offer.instance_type if offer else None, offer=offer,
         nodes=nodes, min_nodes=lo, max_nodes=hi,
@@ -209,11 +211,19 @@ def _build(spec, cat, offer, nodes: int) -> Plan:
         fabric=fabric, nccl_env=env, memory=mem, comm=comm, step=step,
         throughput_samples_per_second=thr, duration_hours=hours, cost=cost,
         spot=spec.spot.enabled, dataloader_workers=workers, warnings=warnings, constants=consts,
-        sharding=shard)
+        sharding=shard, throughput_model_samples_per_second=evi.throughput_model,
+        throughput_basis=evi.basis, startup=evi.startup, context=context)
+    uncertainty.apply(plan)
+    if spec.budget.max_usd is not None:
+        est = uncertainty.budget_usd(cost, spec.spot.enabled)
+        if est is not None and est > spec.budget.max_usd:
+            warnings.append(f"estimated {est:,.0f} USD (P90) exceeds budget.max_usd {spec.budget.max_usd:,.0f} "
+                            f"({spec.where('budget', 'max_usd')}); `up` will refuse without --force")
+    return plan
 
 
 def _workers(spec, offer, gpn: int, warnings: list[str]) -> int:
-    vcpus = offer.vcpus if offer is not None else (os.cpu_count() or 2)
+    vcpus = offer.vcpus if offer is not None else host.cpu_count()
     per_proc = max(0, vcpus // max(gpn if offer is not None else spec.nodes * gpn, 1) - 1)
     default = min(constants()["checks"]["max_default_workers"], per_proc)
     want = spec.job.num_workers
@@ -224,10 +234,6 @@ def _workers(spec, offer, gpn: int, warnings: list[str]) -> int:
 
 def over_budget(plan: Plan) -> bool:
     cap = plan.spec.budget.max_usd
-    est = costmod.headline_usd(plan.cost, plan.spot)
+    est = uncertainty.budget_usd(plan.cost, plan.spot)    # the P90, not the point estimate
     return cap is not None and est is not None and est > cap
 
-
-def gpus_for(spec, offer) -> int:
-    """Nodes needed on `offer`: at least the spec's GPU count, rounded up to whole nodes."""
-    return max(1, math.ceil(spec.nodes * spec.gpus_per_node / offer.gpu_count))

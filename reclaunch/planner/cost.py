@@ -65,9 +65,36 @@ def spot_hours(spec, nodes: int, hours: float, cloud: str | None = None) -> tupl
     return lam * total, loss_h, total
 
 
-def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str]) -> Cost:
+def spot_band(spec, nodes: int, hours: float, cloud: str, sp_h: float,
+              fixed: float) -> tuple[float, float, float, float]:
+    """(mean, P50, P90, expected reclaims) of the spot job's cost, all from one distribution:
+    K ~ Poisson(lam) reclaims, each costing `loss_h` hours of the whole cluster (instances,
+    control plane, storage). lam is the number of reclaims over the *expected* wall-clock time
+    (the lost time can be reclaimed too: spot_hours' geometric sum), so the mean is E[cost]
+    of the same K the band's quantiles come from and P90 can never sit far below the mean."""
+    reclaims, loss_h, mean_h = spot_hours(spec, nodes, hours, cloud)
+    extra_h = max(mean_h - hours, 0.0)
+    extra_cp, extra_st = line_items(spec, extra_h, cloud)
+    mean = sp_h * mean_h + fixed + extra_cp + extra_st
+    # lam * loss_h == extra_h, unless spot_hours capped the mean (reclaims faster than the
+    # cluster recovers): then the cap's lost hours define lam, so the band follows the mean.
+    if not math.isclose(reclaims * loss_h, extra_h, rel_tol=1e-9, abs_tol=1e-12):
+        reclaims = extra_h / loss_h if loss_h > 0 else 0.0
+    per_h = sp_h + (extra_cp + extra_st) / extra_h if extra_h > 0 else sp_h   # one lost hour
+    base = sp_h * hours + fixed
+    q = constants()["spot"]
+    p50 = base + poisson_quantile(reclaims, q["p50_quantile"]) * loss_h * per_h
+    p90 = base + poisson_quantile(reclaims, q["p90_quantile"]) * loss_h * per_h
+    return mean, p50, p90, reclaims
+
+
+def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str],
+             startup: tuple[float, float] = (0.0, 0.0)) -> Cost:
+    """`hours` of training; `startup` = (billed, wall) hours before the first step: the
+    instances bill the billed part, the control plane and storage the whole of it."""
     cloud = offer.cloud if offer is not None else spec.cloud
-    cp, storage = line_items(spec, hours, cloud)
+    up_billed, up_wall = startup
+    cp, storage = line_items(spec, hours + up_wall, cloud)
     from reclaunch.planner.storage_size import rounding_note
 
     if (note := rounding_note(spec.storage.kind, spec.storage.size)) and note not in warnings:
@@ -83,19 +110,12 @@ def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str]) -> Cost
         else:
             warnings.append(f"capacity {spec.capacity.reservation}: no price given "
                             f"(capacity.price_usd_per_hour), priced at the on-demand rate")
-    od_total = od_h * hours + cp + storage if od_h is not None else None
+    od_total = od_h * (hours + up_billed) + cp + storage if od_h is not None else None
     sp_total = p50 = p90 = None
     reclaims = 0.0
     if sp_h is not None:
-        reclaims, loss_h, mean_h = spot_hours(spec, nodes, hours, cloud)
-        extra_cp, extra_st = line_items(spec, mean_h - hours, cloud)
-        sp_total = sp_h * mean_h + cp + storage + extra_cp + extra_st
-        rate, _ = reclaim_rate(spec, cloud)
-        lam = rate * nodes * hours
-        per_h = sp_h + (extra_cp + extra_st) / max(mean_h - hours, 1e-12) if mean_h > hours else sp_h
-        q = constants()["spot"]
-        p50 = sp_h * hours + cp + storage + poisson_quantile(lam, q["p50_quantile"]) * loss_h * per_h
-        p90 = sp_h * hours + cp + storage + poisson_quantile(lam, q["p90_quantile"]) * loss_h * per_h
+        # The startup's billed instance hours are paid once, reclaims or not.
+        sp_total, p50, p90, reclaims = spot_band(spec, nodes, hours, cloud, sp_h, cp + storage + sp_h * up_billed)
     elif spec.spot.enabled and offer is not None:
         warnings.append(f"no spot price for {offer.instance_type} in {offer.region}: spot cost "
                         "unknown (run `reclaunch catalog refresh`)")

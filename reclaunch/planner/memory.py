@@ -38,12 +38,15 @@ class DenseShape:
     act_width: int = 0            # sum of activation widths per sample (elements)
     interaction: str = "concat"
     layers: dict[str, int] = field(default_factory=dict)   # block -> params (traceable)
+    # (in, out, rows per sample) of every matrix multiply: perf.py costs each GEMM by shape.
+    gemms: list[tuple[int, int, float]] = field(default_factory=list)
 
 
 def _mlp(d_in: int, widths: list[int], shape: DenseShape, block: str, per_sample: float = 1.0) -> int:
     params = 0
     for w in widths:
         params += d_in * w + w
+        shape.gemms.append((d_in, w, per_sample))
         shape.flops_fwd += 2.0 * d_in * w * per_sample
         shape.act_width += int(w * per_sample)
         d_in = w
@@ -77,6 +80,8 @@ def dense_shape(model) -> DenseShape:
         shape.params += per_layer * model.cross_layers
         shape.layers["cross"] = per_layer * model.cross_layers
         shape.flops_fwd += 2.0 * (per_layer - x0) * model.cross_layers
+        for _ in range(model.cross_layers):
+            shape.gemms.extend([(x0, r, 1.0), (r, x0, 1.0)] if r else [(x0, x0, 1.0)])
         shape.act_width += x0 * (model.cross_layers + 1) + (r or 0) * model.cross_layers
         top_in = x0
     elif kind == "attention":

@@ -120,6 +120,8 @@ class Cost:
     price_source: str | None
     stale: bool
     expected_reclaims: float = 0.0
+    on_demand_total_usd_range: list[float] | None = None   # [P10, P90] (planner/uncertainty.py)
+    spot_total_usd_range: list[float] | None = None
 
 
 @dataclass
@@ -149,8 +151,18 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     constants: dict[str, Any] = field(default_factory=dict)   # what the numbers came from
     picked_from: list[str] = field(default_factory=list)      # instance types the pick compared
+    pick_reason: str | None = None      # why the pick won: price, scaling, memory (planner.sizing)
     zones_as_planned: list[str] = field(default_factory=list)  # before any capacity fallback
     sharding: Sharding | None = None
+    # What the throughput stands on (planner/evidence.py): {kind: model | measured, source,
+    # measured_at}; the model's own figure beside a measured one; the startup timeline.
+    throughput_model_samples_per_second: float | None = None
+    throughput_basis: dict[str, Any] = field(default_factory=lambda: {"kind": "model", "source": None,
+                                                                       "measured_at": None})
+    startup: Any = None
+    context: Any = field(default=None, repr=False)   # the PlanContext it was made with (not JSON)
+    throughput_range: list[float] | None = None     # [P10, P90] samples/s (planner/uncertainty.py)
+    duration_hours_range: list[float] | None = None
 
     @property
     def name(self) -> str:
@@ -181,13 +193,19 @@ class Plan:
             "comm": asdict(self.comm),
             "step": asdict(self.step),
             "throughput_samples_per_second": self.throughput_samples_per_second,
+            "throughput_model_samples_per_second": self.throughput_model_samples_per_second,
+            "throughput_basis": dict(self.throughput_basis),
+            "startup": self.startup.to_json() if self.startup is not None else None,
+            "throughput_range": self.throughput_range,
             "duration_hours": self.duration_hours,
+            "duration_hours_range": self.duration_hours_range,
             "cost": asdict(self.cost),
             "nccl_env": dict(self.nccl_env),
             "dataloader_workers": self.dataloader_workers,
             "warnings": list(self.warnings),
             "constants": dict(self.constants),
             "picked_from": list(self.picked_from),
+            **({"pick_reason": self.pick_reason} if self.pick_reason else {}),
             "zones_as_planned": list(self.zones_as_planned or self.zones),
             "sharding": _sharding_json(self.sharding, per_rank),
         }

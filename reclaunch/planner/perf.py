@@ -1,16 +1,39 @@
-"""Step time: dense FLOPs vs peak, all-reduce; the embedding part (lookups vs HBM, all-to-all)
-comes per rank from sharding.py. Formulas from reference/recsys.md (TorchRec perf estimator)
-and the effective bus bandwidth of the fabric (reference/fabrics.md, via reclaunch.fabric).
+"""Step time: the dense part by GEMM shape, kernel launches, collectives with latency; the
+embedding part (lookups vs HBM, all-to-all) comes per rank from sharding.py / shard_cost.py.
+
+Per step on one GPU (constants: data/planner.yaml perf, each sourced and dated; the free ones
+fitted to data/calibration.yaml by reclaunch/planner/fit.py):
+    fixed overhead                      step_overhead_seconds (optimizer step, loss, scheduling)
+    launches   (dense layers x kernels_per_dense_layer + tables x kernels_per_table)
+               x kernel_launch_seconds[execution]       (eager PyTorch vs CUDA graph / XLA)
+    GEMMs      per layer max(2mkn/(peak x gemm_efficiency), bytes moved / HBM), x3 for backward
+    elementwise  activations x passes / HBM (bias, activation, their gradients)
+    all-reduce   alpha(world) + ring bytes (gradient dtype) / busbw, hierarchical across nodes
+    input        samples/s <= host vCPUs x input_gbs_per_vcpu / bytes per sample
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from reclaunch.planner.constants import constants
 from reclaunch.planner.model import Comm, StepTime
 
 GB = 1e9
+
+
+def _p() -> dict:
+    return constants()["perf"]
+
+
+def collective_latency_seconds(device: str, world: int, nodes: int) -> float:
+    """Small-message latency of one collective: a base inside a node, plus a step per doubling
+    of the nodes (NCCL's tree / hierarchical algorithms are log-depth across nodes)."""
+    if world <= 1:
+        return 0.0
+    lat = _p()["collective_latency"][device]
+    return lat["base_seconds"] + lat["per_node_doubling_seconds"] * math.log2(max(nodes, 1))
 
 
 def allreduce_seconds(nbytes: float, n: int, busbw_gbs: float) -> float:
@@ -24,8 +47,11 @@ def hierarchical_allreduce_seconds(nbytes: float, gpus_per_node: int, nodes: int
                                    intra_gbs: float, inter_gbs: float) -> float:
     """Intra-node ring over NVLink, then across nodes over the fabric (NCCL's tree/ring split).
     The inter-node busbw is per node (nccl-tests busbw), so each GPU's 1/G share cancels."""
+    if nbytes <= 0 or gpus_per_node * nodes <= 1:
+        return 0.0
     return (allreduce_seconds(nbytes, gpus_per_node, intra_gbs)
-            + allreduce_seconds(nbytes, nodes, inter_gbs))
+            + allreduce_seconds(nbytes, nodes, inter_gbs)
+            + collective_latency_seconds("cuda", gpus_per_node * nodes, nodes))
 
 
 def dim_penalty(dim: int) -> float:
@@ -46,18 +72,68 @@ class Hardware:
     inter_gbs: float          # effective all-reduce busbw across nodes (per node)
     device: str = "cuda"      # which sharding types can run (planner.yaml sharding.supported)
     stream_gbs: float = 0.0   # elementwise bandwidth (dense optimizer); 0 = hbm_gbs
+    host_vcpus: int = 0       # per node, for the input-pipeline ceiling; 0 = unknown
 
     @property
     def stream(self) -> float:
         return self.stream_gbs or self.hbm_gbs
 
 
+def _act_bytes(precision: str) -> int:
+    return 2 if precision in ("fp16", "bf16") else 4
+
+
 def dense_seconds(spec, hw: Hardware, dense) -> tuple[float, float]:
-    """(dense forward + backward seconds, of which backward) per step on one GPU."""
-    c = constants()["perf"]
-    flops = dense.flops_fwd * (1.0 + c["dense_backward_multiplier"]) * spec.job.batch_size
-    dense_s = flops / (hw.peak_tflops * 1e12 * hw.utilisation)
-    return dense_s, dense_s * c["dense_backward_multiplier"] / (1.0 + c["dense_backward_multiplier"])
+    """(dense forward + backward seconds, of which backward) per step on one GPU: GEMMs by
+    shape (roofline of peak x gemm_efficiency and HBM traffic), the rest of the FLOPs (interaction)
+    at the same efficiency, elementwise passes over the activations, and kernel launches."""
+    c = _p()
+    b = float(spec.job.batch_size)
+    mult = 1.0 + c["dense_backward_multiplier"]
+    if hw.device == "cpu":   # cloud: local keeps its one CPU constant (planner.yaml local)
+        s = dense.flops_fwd * mult * b / (hw.peak_tflops * 1e12 * hw.utilisation)
+        return s, s * c["dense_backward_multiplier"] / mult
+    ab = _act_bytes(spec.job.precision)
+    # Half precision doubles the tensor-core peak but not the end-to-end GEMM rate (autocast
+    # casts, loss scaling, smaller tiles per byte moved): its own factor, fitted.
+    peak = hw.peak_tflops * 1e12 * c["gemm_efficiency"] * (c["gemm_half_precision_factor"] if ab == 2 else 1.0)
+    hbm = hw.stream * 1e9
+    gemm_s, gemm_flops = 0.0, 0.0
+    for k, n, per in dense.gemms:
+        m = b * per
+        flops = 2.0 * m * k * n
+        gemm_flops += flops
+        moved = (m * k + k * n + m * n) * ab
+        gemm_s += mult * max(flops / peak, moved / hbm)
+    rest = max(dense.flops_fwd * b - gemm_flops, 0.0) * mult / peak
+    elementwise = dense.act_width * b * ab * c["elementwise_passes"] / hbm
+    compute = gemm_s + rest + elementwise
+    return compute + launch_seconds(spec, len(dense.gemms)), compute * c["dense_backward_multiplier"] / mult
+
+
+def launch_seconds(spec, dense_layers: int) -> float:
+    """Kernel launches per step (dense layers and per-table lookup/optimizer/exchange kernels)
+    at the per-kernel cost of the job's execution mode."""
+    c = _p()
+    kernels = dense_layers * c["kernels_per_dense_layer"] + len(spec.model.tables) * c["kernels_per_table"]
+    return kernels * c["kernel_launch_seconds"][spec.job.execution]
+
+
+def step_overhead_seconds(device: str) -> float:
+    """Per-step work that does not scale with the batch (optimizer step, loss, host sync)."""
+    if device == "cpu":
+        return float(constants()["local"]["step_overhead_seconds"])
+    return float(_p()["step_overhead_seconds"])
+
+
+def input_ceiling(spec, hw: Hardware, nodes: int) -> float | None:
+    """Samples/s the hosts' data loaders can parse and copy (None: unknown host)."""
+    from reclaunch.planner.memory import input_bytes_per_sample
+
+    if hw.device == "cpu" or hw.host_vcpus <= 0:
+        return None
+    per_sample = input_bytes_per_sample(spec.model) + 4     # + the label
+    return nodes * hw.host_vcpus * _p()["input_gbs_per_vcpu"] * 1e9 / per_sample
 
 
 def step_time(spec, hw: Hardware, ev, dense_s: float, dense_ar_bytes: float, nodes: int,
@@ -71,7 +147,10 @@ def step_time(spec, hw: Hardware, ev, dense_s: float, dense_ar_bytes: float, nod
     emb_s, a2a_s = ev.comp[crit], ev.comm[crit] + ev.latency_s
     ar_s = ev.ar_s
     exposed = ev.exposed_ar_s + a2a_s
-    total = emb_s + dense_s + exposed + c["step_overhead_seconds"]
+    total = emb_s + dense_s + exposed + step_overhead_seconds(hw.device)
+    ceiling = input_ceiling(spec, hw, nodes)
+    if ceiling is not None:
+        total = max(total, world * job.batch_size / ceiling)
     step = StepTime(embedding_seconds=emb_s, dense_compute_seconds=dense_s,
                     allreduce_seconds=ar_s, alltoall_seconds=a2a_s,
                     exposed_comm_seconds=exposed, total_seconds=total)

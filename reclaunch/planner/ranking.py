@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from reclaunch.planner.cost import headline_usd
 from reclaunch.planner.model import Plan
+from reclaunch.planner.sizing import any_size, why
 
 
 @dataclass
@@ -66,7 +67,8 @@ def compare(spec, catalog=None, same_cloud: bool = False,
             continue
         if regions and offer.region not in regions:
             continue
-        n_spec = max(1, math.ceil(want_gpus / offer.gpu_count))
+        # A spec without gpus_per_node asks for no GPU count: start every size at spec.nodes.
+        n_spec = spec.nodes if any_size(spec) else max(1, math.ceil(want_gpus / offer.gpu_count))
         plan = make_plan(spec, cat, offer=offer, nodes=n_spec)
         need = plan.memory.gpus_needed
         if not plan.memory.fits and need:
@@ -96,10 +98,18 @@ def recommendation(rows: list[Comparison]) -> str:
         return "no priced offer fits this job: run `reclaunch catalog refresh` or shrink the model"
     p = best.plan
     text = (f"{p.nodes} x {p.instance_type} ({p.cloud} {p.region}, {p.world_size} x {p.gpu}): "
-            f"{best.usd:,.0f} USD {best.basis}, {p.duration_hours:.2f} h")
+            f"{_usd(best.usd)} USD {best.basis}, {p.duration_hours:.2f} h")
+    reason = why(p, [r.plan for r in rows], best.basis == "spot", head=False)
+    if reason:
+        text += f" ({reason})"
     spec_rows = [r for r in rows if r.sizing == "spec" and r.plan.memory.fits and r.usd is not None]
     if best.sizing == "fewest" and spec_rows:
         alt = spec_rows[0]
         text += (f"; fewer nodes win: scaling is poor, {alt.plan.nodes} x {alt.plan.instance_type} "
-                 f"would cost {alt.usd:,.0f} USD for {alt.plan.duration_hours:.2f} h")
+                 f"would cost {_usd(alt.usd)} USD for {alt.plan.duration_hours:.2f} h")
     return text
+
+
+def _usd(v: float) -> str:
+    # Whole dollars read well for big jobs; a 1-GPU job can cost cents.
+    return f"{v:,.0f}" if v >= 100 else f"{v:,.2f}"

@@ -37,10 +37,12 @@ def region_costs(spec, plan, catalog) -> list[dict]:
     for o in _same_job_offers(spec, plan, catalog):
         if o.instance_type == plan.instance_type:
             # Same hardware, same throughput: only the prices differ, so skip the full plan.
-            c = costmod.job_cost(spec, o, plan.nodes, plan.duration_hours, [])
+            up = plan.startup
+            up_h = (up.billed_seconds / 3600.0, up.seconds / 3600.0) if up is not None else (0.0, 0.0)
+            c = costmod.job_cost(spec, o, plan.nodes, plan.duration_hours - up_h[1], [], startup=up_h)
             hours = plan.duration_hours
         else:
-            other = make_plan(spec, catalog, offer=o, nodes=plan.nodes)
+            other = make_plan(spec, catalog, offer=o, nodes=plan.nodes, context=plan.context)
             if not other.memory.fits:
                 continue
             c, hours = other.cost, other.duration_hours

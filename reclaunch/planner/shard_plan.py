@@ -11,7 +11,7 @@ from reclaunch.errors import SpecError
 from reclaunch.planner.constants import constants, dtype_bytes
 from reclaunch.planner.memory import GIB, Fixed, table_bytes
 from reclaunch.planner.model import RankLoad, Sharding, TableShard
-from reclaunch.planner.perf import Hardware
+from reclaunch.planner.perf import Hardware, collective_latency_seconds, step_overhead_seconds
 from reclaunch.planner.shard_cost import Ctx, options
 from reclaunch.planner.sharding import PIN, Eval, StepCtx, TableIn, evaluate, search
 
@@ -60,9 +60,9 @@ def _contexts(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: 
     ctx = _ctx(spec, hw, capacity - fixed.total, nodes, gpn)
     sc = StepCtx(dense_s=dense_s, dense_bwd_s=dense_bwd_s, dense_ar_bytes=dense_ar_bytes,
                  overlap=c["perf"]["allreduce_overlap_with_dense_backward"],
-                 overhead_s=c["perf"]["step_overhead_seconds"],
+                 overhead_s=step_overhead_seconds(hw.device),
                  grad_accum=spec.job.grad_accumulation,
-                 latency_s=c["sharding"]["collective_latency_seconds"][hw.device])
+                 latency_s=collective_latency_seconds(hw.device, nodes * gpn, nodes))
     return ctx, sc
 
 

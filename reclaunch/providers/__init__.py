@@ -147,7 +147,7 @@ def sweeper_for(cloud: str, region: str, **options: Any):
 
     # Region names are [a-z0-9-] on every cloud ("East US" is Azure's display name of eastus).
     # Anything else would reach the SDKs as a malformed endpoint host.
-    norm = (region or "").replace(" ", "").lower()
+    norm = (region or "").strip().lower()   # "a b" is no region, not "ab"
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", norm):
         raise UsageError(f"gc: {region!r} is not a region name",
                          hint="e.g. us-east-1, eastus, us-central1")
@@ -179,9 +179,3 @@ def preview_plan(plan: "Plan") -> list[dict[str, Any]]:
     spec = cloud_spec(plan.cloud)
     return preview(plan, program=stack_program(plan.cloud), extra=spec.pip_extra)
 
-
-def preview_file(path: str) -> list[dict[str, Any]]:
-    """What `reclaunch preview FILE` runs: load, plan, preview."""
-    from reclaunch.planner import make_plan
-    from reclaunch.spec import load_spec
-    return preview_plan(make_plan(load_spec(path)))

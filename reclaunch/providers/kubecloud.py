@@ -1,12 +1,10 @@
 """The Kubernetes-cloud provider shared by aws, azure and gcp.
 
-A cloud module (`providers/aws.py` ...) is data: how to tell whether credentials are there,
-which error texts mean "no capacity" or "over quota", whether another zone may help, and where
+A cloud package (`providers/aws/` ...) is data: how to tell whether credentials are there,
+which error texts mean "no capacity" or "over quota", and where
 its Pulumi program lives. Everything else (Pulumi stack, PyTorchJob, watch, teardown) is the
 same path through `reclaunch.runtime.lifecycle`.
-
-The detached watcher is this module run as a script:
-    python -m reclaunch.providers.kubecloud watch NAME [--backend URL]
+The detached watcher (`up --detach`) is its own module, reclaunch/providers/watcher.py.
 """
 
 from __future__ import annotations
@@ -14,9 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from reclaunch.errors import ProviderError
@@ -52,8 +48,9 @@ class CloudSpec:
     # Extra error text after a failed `up` (AWS: the GPU groups' failed scaling activities),
     # so classify() sees capacity errors the engine's own message does not carry.
     diagnose: Callable[["Plan"], str] = lambda plan: ""
-    zone_fallback: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
+    # "module:function" answering the cloud's supported Kubernetes versions for the plan's
+    # region (providers/<cloud>/versions.py); asked once per `up` (providers/versions.py).
+    kube_versions: str = ""
 
 
 def classify(errors: list[tuple[str, str]], text: str) -> str | None:
@@ -63,11 +60,12 @@ def classify(errors: list[tuple[str, str]], text: str) -> str | None:
     return None
 
 
-def fallback(plan: "Plan", kind: str, *, zone_fallback: bool = True) -> tuple[str, "Plan"] | None:
-    """The next thing to try after `kind`, or None for a clear stop."""
+def fallback(plan: "Plan", kind: str) -> tuple[str, "Plan"] | None:
+    """The next thing to try after `kind`, or None for a clear stop. Every cloud sells GPUs
+    zone by zone, so another zone of the spec's list is always worth one try."""
     from reclaunch.runtime.lifecycle import variant
     planned = plan.zones_as_planned or list(plan.zones)
-    if kind in (CAPACITY, SPOT_CAPACITY) and zone_fallback and len(plan.zones) > 1:
+    if kind in (CAPACITY, SPOT_CAPACITY) and len(plan.zones) > 1:
         zones = plan.zones[1:]
         return f"zone(s) {', '.join(zones)}", variant(plan, {"zones": zones, "spot": plan.spot})
     if kind in (CAPACITY, SPOT_CAPACITY, SPOT_QUOTA) and plan.spot \
@@ -102,7 +100,7 @@ class KubeCloudProvider:
         from reclaunch.runtime.lifecycle import Env
         kw: dict[str, Any] = dict(
             classify=lambda text: classify(self.cloud.errors, text),
-            fallback=lambda plan, kind: fallback(plan, kind, zone_fallback=self.cloud.zone_fallback),
+            fallback=fallback,
             stop_hint=lambda kind: self.cloud.quota_fix if kind in (QUOTA, SPOT_QUOTA)
             else self.cloud.capacity_fix,
             verify=self.verify, prerequisites=_prerequisites)
@@ -118,7 +116,19 @@ class KubeCloudProvider:
 
     def _config(self, plan: "Plan") -> dict[str, str]:
         from reclaunch.providers.caller import access_config
-        return {**self.cloud.stack_config(plan), **access_config(plan)}
+        return {**self.cloud.stack_config(plan), **access_config(plan),
+                **self._kube_version(plan)}
+
+    def _kube_version(self, plan: "Plan") -> dict[str, str]:
+        """reclaunch:kubernetesVersion from the cloud's own answer (the dated table without)."""
+        if not self.cloud.kube_versions:
+            return {}
+        import importlib
+
+        from reclaunch.providers.versions import resolve
+        mod, _, fn = self.cloud.kube_versions.partition(":")
+        offered = getattr(importlib.import_module(mod), fn)
+        return resolve(plan, offered, where=f"{self.cloud.name} in {plan.region}")
 
     def _program(self, plan: "Plan") -> Callable[[], None]:
         from reclaunch.providers import stack_program
@@ -153,6 +163,7 @@ class KubeCloudProvider:
 
         def after(r: "ClusterRecord") -> None:
             if detach and not watch:
+                from reclaunch.providers.watcher import spawn_watcher
                 spawn_watcher(r.name, backend)
             started(r)
         return lifecycle.up(plan, env, yes=yes, force=force, preflight=preflight,
@@ -246,72 +257,3 @@ def _kube_for(outputs: dict[str, Any]):
         raise ProviderError("the stack has no kubeconfig output; was provisioning completed?",
                             hint="rerun `reclaunch up`")
     return Kube.from_kubeconfig(kubeconfig)
-
-
-# ---- the detached watcher ---------------------------------------------------------------------
-
-def pid_file(name: str):
-    from reclaunch.home import private_dir
-    return private_dir("watch") / f"{name}.pid"
-
-
-def watcher_pid(name: str) -> int | None:
-    """The running watcher's pid, or None (a stale pid file is removed)."""
-    f = pid_file(name)
-    try:
-        pid = int(f.read_text().strip())
-        os.kill(pid, 0)
-        return pid
-    except (FileNotFoundError, ValueError, ProcessLookupError):
-        f.unlink(missing_ok=True)
-        return None
-    except PermissionError:
-        return pid
-
-
-def spawn_watcher(name: str, backend: str | None = None) -> int:
-    """Start `watch NAME` in a new session that outlives this terminal; one per cluster."""
-    running = watcher_pid(name)
-    if running:
-        return running
-    from reclaunch.home import private_dir
-    from reclaunch.runtime.journal import Journal
-    log = open(os.open(private_dir("watch") / f"{name}.log",   # owner-only, like all of home
-                       os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab")
-    cmd = [sys.executable, "-m", "reclaunch.providers.kubecloud", "watch", name]
-    env = os.environ.copy()
-    if backend:   # in its environment (owner-only in /proc), never on its command line (`ps`)
-        env["RECLAUNCH_BACKEND"] = backend
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True, env=env)
-    pid_file(name).write_text(str(proc.pid))
-    Journal(name).write("watcher", "info", pid=proc.pid, message=f"detached watcher pid {proc.pid}")
-    return proc.pid
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    from reclaunch.errors import ReclaunchError
-    from reclaunch.runtime.journal import Journal
-    from reclaunch.providers import get
-    p = argparse.ArgumentParser(prog="reclaunch-watch")
-    p.add_argument("verb", choices=["watch"])
-    p.add_argument("name")
-    p.add_argument("--backend")
-    a = p.parse_args(argv)
-    pid_file(a.name).write_text(str(os.getpid()))
-    try:
-        provider = get(Journal(a.name).record().cloud)
-        st = provider.watch(a.name, backend=a.backend)
-        print(f"{a.name}: {st.state} {st.message}", flush=True)
-        return 0
-    except ReclaunchError as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
-        return exc.exit_code
-    finally:
-        pid_file(a.name).unlink(missing_ok=True)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -14,10 +14,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def provider_for(name: str):
-    """The provider of a known cluster (from its journal record)."""
+    """The provider of a known cluster (from its journal record; with the record lost or
+    damaged, the provider that still holds the name, so `status`, `logs`, `diagnose` and
+    `preempt` all agree on whether the cluster exists)."""
     from reclaunch.providers import get
+    from reclaunch.providers.claims import provider_without_journal
     _check_name(name)
-    return get(Journal(name).record().cloud)
+    try:
+        return get(Journal(name).record().cloud)
+    except ReclaunchError as exc:
+        return provider_without_journal(name, None, None, exc)
 
 
 def _check_name(name: str) -> None:
@@ -46,7 +52,9 @@ def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool
     from reclaunch.spec import load_spec
     backend = check_backend(backend)
     catalog = load_catalog()   # once: validation and planning read the same prices
-    plan = make_plan(load_spec(path, catalog), catalog)
+    from reclaunch.runtime.measurements import plan_context
+    spec = load_spec(path, catalog)   # priced as `plan` prices it: measured runs, this host
+    plan = make_plan(spec, catalog, context=plan_context(spec, preflight=preflight))
     provider = get(plan.cloud)
     lock = cluster_lock(plan.name, "up").acquire()
     try:
@@ -71,6 +79,7 @@ def cli_status(name: str | None = None) -> list["JobStatus"]:
     from reclaunch.providers.claims import provider_without_journal
     from reclaunch.runtime.lifecycle import _status_obj
     if name is not None:
+        _check_name(name)   # never a path: `status ../../x` must not read outside the home
         try:
             return with_measured([_provider_for(name).status(name)])
         except ReclaunchError as exc:

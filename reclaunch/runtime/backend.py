@@ -74,3 +74,40 @@ def scrub(text: str, url: str | None) -> str:
     out = text.replace(url, redact(url) or "")
     userinfo = urlsplit(url).netloc.rpartition("@")[0] if "@" in url else ""
     return out.replace(userinfo, REDACTED) if userinfo else out
+
+
+# Pulumi secrets providers backed by a cloud KMS (pulumi.com/docs/iac/concepts/secrets:
+# awskms://<key id|alias/name>?region=, gcpkms://projects/P/locations/L/keyRings/R/cryptoKeys/K,
+# azurekeyvault://<vault>.vault.azure.net/keys/<key>). The key is the user's: it must exist
+# before the first stack, so `up` cannot create it with the stack it protects.
+KMS_PROVIDERS = ("awskms", "gcpkms", "azurekeyvault")
+BUCKETS = ("s3", "gs", "azblob")
+SECRETS_ENV = "RECLAUNCH_SECRETS_PROVIDER"
+
+
+def secrets_provider(url: str | None, env: dict[str, str] | None = None) -> str:
+    """What encrypts the stack's secrets: $RECLAUNCH_SECRETS_PROVIDER (a cloud KMS key URL, or
+    "passphrase") when set, else the passphrase. For state in a bucket, a KMS key keeps the
+    decryption right with the cloud's IAM instead of a passphrase file on one laptop."""
+    import os
+
+    env = os.environ if env is None else env
+    chosen = (env.get(SECRETS_ENV) or "").strip()
+    if not chosen:
+        return "passphrase"
+    scheme = chosen.split("://", 1)[0].lower() if "://" in chosen else chosen.lower()
+    if scheme != "passphrase" and scheme not in KMS_PROVIDERS:
+        raise UsageError(f"{SECRETS_ENV}={chosen}: use passphrase or a key URL "
+                         + ", ".join(f"{s}://..." for s in KMS_PROVIDERS))
+    return chosen
+
+
+def kms_advice(url: str | None, env: dict[str, str] | None = None) -> str | None:
+    """A line for `up` when the state lives in a bucket but its secrets use the passphrase."""
+    scheme = urlsplit(url).scheme.lower() if url else ""
+    if scheme in BUCKETS and secrets_provider(url, env) == "passphrase":
+        kms = {"s3": "awskms://alias/NAME?region=R", "gs": "gcpkms://projects/P/locations/"
+               "L/keyRings/R/cryptoKeys/K", "azblob": "azurekeyvault://V.vault.azure.net/keys/K"}
+        return (f"stack secrets in {scheme}:// are encrypted with a local passphrase; set "
+                f"{SECRETS_ENV}={kms[scheme]} to use the cloud's KMS instead")
+    return None

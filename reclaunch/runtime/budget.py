@@ -23,12 +23,13 @@ def usd_per_hour(plan: "Plan") -> float:
 def budget_problem(plan: "Plan") -> str | None:
     """Why the plan breaks budget.max_usd, or None: the planner's own rule and estimate."""
     from reclaunch.planner import over_budget
-    from reclaunch.planner.cost import headline_usd
 
     if not over_budget(plan):
         return None
-    est = headline_usd(plan.cost, plan.spot)
-    return f"estimated ${est:,.0f} is over budget.max_usd ${plan.spec.budget.max_usd:,.0f}"
+    from reclaunch.planner.uncertainty import budget_usd
+
+    est = budget_usd(plan.cost, plan.spot)
+    return f"estimated ${est:,.0f} (P90) is over budget.max_usd ${plan.spec.budget.max_usd:,.0f}"
 
 
 def spend_so_far(rec: "ClusterRecord", journal: "Journal", now: float) -> float:

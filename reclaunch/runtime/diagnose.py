@@ -82,7 +82,7 @@ def _lr(job) -> float | None:
             raw = a.split("=", 1)[1]
     try:
         return float(raw) if raw is not None else None
-    except ValueError:
+    except (ValueError, TypeError):   # TypeError: a {secret, key} reference, no number here
         return None
 
 

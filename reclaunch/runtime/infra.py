@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from reclaunch.errors import ProviderError, require
@@ -70,6 +69,9 @@ class Infra:
     def clear_pending(self, name: str) -> list[dict[str, Any]]:
         """Clear them (cancel + refresh); return what was cleared for the journal."""
         raise NotImplementedError
+
+
+_ADVISED: set[str] = set()
 
 
 def check_pulumi_cli() -> str:
@@ -161,9 +163,15 @@ class PulumiInfra(Infra):
         work = private_dir("stacks", name)
         env = {"PULUMI_CONFIG_PASSPHRASE": passphrase(), "PULUMI_SKIP_UPDATE_CHECK": "true"}
         cloud_backend = self.backend.startswith(("https://", "http://"))
+        from reclaunch.runtime.backend import kms_advice, secrets_provider
+        advice = kms_advice(self.backend)
+        if advice and advice not in _ADVISED:   # once per process, not per stack call
+            _ADVISED.add(advice)
+            import logging
+            logging.getLogger("reclaunch.infra").warning(advice)
         return auto.LocalWorkspaceOptions(
             work_dir=str(work), env_vars=env,
-            secrets_provider=None if cloud_backend else "passphrase",
+            secrets_provider=None if cloud_backend else secrets_provider(self.backend),
             project_settings=auto.ProjectSettings(
                 name=PROJECT, runtime="python", backend=auto.ProjectBackend(url=self.backend)))
 
@@ -322,6 +330,3 @@ def progress(out: Any) -> OnEvent:
             out.print(f"  [red]{ev.get('message', '')}[/red]")
     return on_event
 
-
-def state_dir() -> Path:
-    return private_dir("state")

@@ -88,22 +88,30 @@ class Journal:
 
     # ---- reading -------------------------------------------------------------------------
     def entries(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
+        """Every step line. Read bounded and without blocking (read_state_file): a journal
+        that is a FIFO, a link to /dev/zero or absurdly big raises DamagedState naming it."""
+        from reclaunch.home import DamagedState, read_state_file
+
         try:
-            text = self.path.read_text(errors="replace")
-        except OSError as exc:
-            raise ReclaunchError(f"cannot read the journal {self.path}: {exc.strerror or exc}")
+            data = read_state_file(self.path, MAX_JOURNAL)
+        except DamagedState as exc:   # a FIFO, a directory, /dev/zero: named, never read
+            why = exc.message.replace(f"{self.path} is damaged: ", "").replace(f"cannot read {self.path}: ", "")
+            raise DamagedState(f"cannot read the journal {self.path}: {why}", hint=exc.hint) from None
+        if data is None:
+            return []
         out = []
-        for line in text.splitlines():
+        for line in data.decode("utf-8", "replace").splitlines():
+            if len(line) > MAX_ENTRY:   # not a line of ours (the spec text is the longest)
+                continue
             try:
                 e = json.loads(line)
-            except json.JSONDecodeError:  # a torn last line from a crash mid-write
+            except (ValueError, RecursionError):  # a torn last line from a crash mid-write
                 continue
             # Anything but a step line (hand edits, another tool's file) is skipped, not fatal.
             if isinstance(e, dict) and isinstance(e.get("step"), str) and "outcome" in e:
-                if not isinstance(e.get("t"), (int, float)):
-                    e["t"] = 0.0
+                t = e.get("t")
+                if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < 1e11:
+                    e["t"] = 0.0   # also 1e308 or NaN: no time (localtime would overflow)
                 out.append(e)
         return out
 
@@ -184,6 +192,13 @@ class Journal:
         return next(iter(open_steps), None)
 
 
+MAX_JOURNAL = 64 * 2**20   # years of lifecycle steps; a bigger file is not ours
+MAX_ENTRY = 4 * 2**20
+
+
 def known_clusters() -> list[str]:
+    """Names with a journal file; only names a cluster can have (never a path or markup)."""
+    import re
+
     d = private_dir("journal")
-    return sorted(p.stem for p in d.glob("*.jsonl"))
+    return sorted(p.stem for p in d.glob("*.jsonl") if re.fullmatch(r"[a-z0-9-]{1,40}", p.stem))

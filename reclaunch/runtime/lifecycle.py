@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from reclaunch.runtime.budget import budget_problem, plan_extra, spend_so_far, usd_per_hour
+from reclaunch.runtime.measurements import measurement_key
 from reclaunch.runtime.policy import decide
 from reclaunch.errors import PlanError, ProviderError, UsageError
 from reclaunch.runtime.infra import Infra, InfraError, progress
@@ -76,7 +77,8 @@ def record_for(plan: "Plan", *, backend: str | None = None, spec_path: str | Non
         usd_per_hour=usd_per_hour(plan), spot=plan.spot,
         teardown_when=s.teardown.when, keep_on_failure=s.teardown.keep_on_failure,
         idle_minutes=s.teardown.idle_minutes, max_usd=s.budget.max_usd, backend=backend,
-        spec_path=spec_path, spec_text=spec_text, extra=plan_extra(plan))
+        spec_path=spec_path, spec_text=spec_text,
+        extra={**plan_extra(plan), "measurement_key": measurement_key(plan)})
 
 
 class _Step:
@@ -231,7 +233,7 @@ def variant(plan: "Plan", v: dict[str, Any]) -> "Plan":
     spec = plan.spec.model_copy(update={
         "zones": zones, "spot": plan.spec.spot.model_copy(update={"enabled": spot})})
     spec._source, spec._lines = plan.spec._source, plan.spec._lines
-    new = make_plan(spec, offer=plan.offer, nodes=plan.nodes) if plan.offer is not None else \
+    new = make_plan(spec, offer=plan.offer, nodes=plan.nodes, context=plan.context) if plan.offer is not None else \
         dataclasses.replace(plan, spec=spec)
     return dataclasses.replace(new, zones=zones, spot=spot,
                                zones_as_planned=plan.zones_as_planned or list(plan.zones))
@@ -272,6 +274,8 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
             env.sleep(env.poll_seconds)
             continue
         journal.write("watch", "ok", action=action, message=reason or "stopped watching")
+        from reclaunch.runtime.measurements import record_cloud_job
+        record_cloud_job(rec, env)   # the job's measured samples/s, for the next `plan`
         if action == "stop":
             try:
                 kube.delete(*_job_ref(rec))

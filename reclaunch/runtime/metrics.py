@@ -46,49 +46,95 @@ class Sample:
     final: bool = False
 
 
+# What a metrics line may hold. A value outside its range is garbage (a bug, or a hostile
+# job), not a measurement: the line is rejected and counted as malformed. The bounds are
+# wide: a year of steps at 10k steps/s, a million ranks, a petabyte of device memory.
+MAX_LINE = 64 * 1024
+MAX_RANKS = 1_000_000
+MAX_STEP = 10**15
+_RANGES: dict[str, tuple[float, float]] = {
+    "time": (0.0, 1e11),                       # unix seconds (year ~5000)
+    "samples_per_s": (0.0, 1e12), "global_samples_per_s": (0.0, 1e12),
+    **{k: (0.0, 1e6) for k in _TIMES},         # seconds per step
+    "loss": (-1e30, 1e30), "grad_norm": (0.0, 1e30),
+}
+_INTS: dict[str, tuple[int, int]] = {"world_size": (1, MAX_RANKS), "interval_steps": (1, 10**9),
+                                     "peak_mem_bytes": (0, 2**60)}
+_STRS = ("mem_kind", "nccl_transport")
+
+
+class _Garbage(ValueError):
+    """A value out of its range: the whole line is rejected."""
+
+
 def _num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v)
+    try:
+        return float(v)
+    except OverflowError:   # an int beyond any float (10**400): garbage, not infinity
+        raise _Garbage("number") from None
+
+
+def _ranged(key: str, v: Any) -> float | None:
+    x = _num(v)
+    if x is None or not math.isfinite(x):
+        return x
+    lo, hi = _RANGES[key]
+    if not lo <= x <= hi:
+        raise _Garbage(key)
+    return x
+
+
+def _int(key: str, v: Any) -> int | None:
+    if v is None:
+        return None
+    lo, hi = _INTS[key]
+    if isinstance(v, float) and v.is_integer() and key == "peak_mem_bytes" and lo <= v <= hi:
+        return int(v)   # a writer's float bytes (2.0e9): still bytes
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise _Garbage(key)
+    return v
 
 
 def parse_line(line: str) -> Sample | None:
     """One log line -> a Sample, or None when it is not a (valid) metrics line.
 
     Tolerant of what sits before the marker (torchrun's `[rank3]:`, kubectl timestamps) and of
-    a NaN token some JSON writers emit although the contract forbids it (then loss_nan)."""
+    a NaN token some JSON writers emit although the contract forbids it (then loss_nan).
+    Never raises: a line over MAX_LINE, JSON nested too deep, or a value out of its range
+    (`rank` 10**300, -1e9 samples/s) is not a sample (parse_lines counts it malformed)."""
+    if not isinstance(line, str) or len(line) > MAX_LINE:
+        return None
     at = line.find(MARK)
     if at < 0:
         return None
     try:
         d = json.loads(line[at + len(MARK):].strip())
-    except ValueError:
+        return _sample(d) if isinstance(d, dict) else None
+    except (ValueError, RecursionError, OverflowError, TypeError):   # _Garbage is a ValueError
         return None
-    if not isinstance(d, dict) or d.get("v") != 1:
+
+
+def _sample(d: dict[str, Any]) -> Sample | None:
+    if d.get("v") != 1:
         return None
     rank, step = d.get("rank"), d.get("step")
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0 \
-            or isinstance(step, bool) or not isinstance(step, int):
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < MAX_RANKS \
+            or isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= MAX_STEP:
         return None
-    nums = {k: _num(d.get(k)) for k in _NUMS}
+    nums = {k: _ranged(k, d.get(k)) for k in _NUMS}
     loss_nan = bool(d.get("loss_nan")) or (nums["loss"] is not None and not math.isfinite(nums["loss"]))
     for k, v in nums.items():   # inf/NaN timings are garbage, not data
         if v is not None and not math.isfinite(v):
             nums[k] = None
     if loss_nan:
         nums["loss"] = None
-    mem = d.get("peak_mem_bytes")
-    transport = d.get("nccl_transport")
+    ints = {k: _int(k, d.get(k)) for k in _INTS}
+    text = {k: d[k][:64] if isinstance(d.get(k), str) else None for k in _STRS}
     gdr = d.get("gdr")
-    ws = d.get("world_size")
-    iv = d.get("interval_steps")
-    return Sample(
-        rank=rank, step=step, world_size=ws if isinstance(ws, int) and ws > 0 else None,
-        interval_steps=iv if isinstance(iv, int) and iv > 0 else None,
-        peak_mem_bytes=int(mem) if _num(mem) is not None and math.isfinite(mem) and mem >= 0 else None,
-        mem_kind=d.get("mem_kind") if isinstance(d.get("mem_kind"), str) else None,
-        loss_nan=loss_nan, nccl_transport=transport if isinstance(transport, str) else None,
-        gdr=gdr if isinstance(gdr, bool) else None, final=d.get("final") is True, **nums)
+    return Sample(rank=rank, step=step, **ints, **text, loss_nan=loss_nan,
+                  gdr=gdr if isinstance(gdr, bool) else None, final=d.get("final") is True, **nums)
 
 
 def log_rank(line: str) -> int | None:

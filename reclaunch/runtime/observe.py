@@ -33,8 +33,8 @@ def plan_for(name: str) -> "Plan | None":
     from reclaunch.runtime.journal import Journal
     from reclaunch.spec import load_spec, parse_spec
 
-    rec = Journal(name).record()
     try:
+        rec = Journal(name).record()   # a damaged journal: measured only, no plan
         if rec.spec_text:
             spec = parse_spec(rec.spec_text, rec.spec_path or f"{name}.yaml")
         elif rec.spec_path and Path(rec.spec_path).is_file():
@@ -127,21 +127,22 @@ def measured_brief(name: str, provider: Any) -> dict[str, Any] | None:
     from reclaunch.runtime.diagnose import project
 
     try:   # rank 0 alone: it reports the cluster's samples/s, and status must stay cheap
-        m = measure_lines(provider.logs(name, rank=0))
+        recent = getattr(provider, "recent_logs", None)   # the newest part only, bounded
+        m = measure_lines(recent(name, rank=0) if recent else provider.logs(name, rank=0))
         if m is None:
             return None
         facts = facts_for(plan_for(name))
-    except (ReclaunchError, OSError):
-        return None
-    out: dict[str, Any] = {"samples_per_s": m.samples_per_s, "step": m.step,
-                           "finished": m.finished}
-    if facts is not None:
-        proj = project(facts, m.samples_per_s, m.step, m.world_size)
-        out.update(planned_samples_per_s=facts.samples_per_s, planned_usd=facts.planned_usd,
-                   planned_hours=facts.duration_hours,
-                   projected_usd=proj.usd_total if proj else None,
-                   projected_hours=proj.hours_total if proj else None)
-    return out
+        out: dict[str, Any] = {"samples_per_s": m.samples_per_s, "step": m.step,
+                               "finished": m.finished}
+        if facts is not None:
+            proj = project(facts, m.samples_per_s, m.step, m.world_size)
+            out.update(planned_samples_per_s=facts.samples_per_s, planned_usd=facts.planned_usd,
+                       planned_hours=facts.duration_hours,
+                       projected_usd=proj.usd_total if proj else None,
+                       projected_hours=proj.hours_total if proj else None)
+        return out
+    except (ReclaunchError, OSError, ArithmeticError, ValueError, TypeError, RecursionError):
+        return None   # the job's output or a damaged file: no measured column, never a crash
 
 
 def master_guard(rec: Any, kube: Any, spend: float) -> tuple[str, str] | None:

@@ -41,7 +41,8 @@ _KEY_FIELDS = {
                   "proximityPlacementGroupID", "groupPlacementPolicy.type"),
     "max_price": ("instanceMarketOptions.spotOptions.maxPrice", "spotMaxPrice"),
     "version": ("version", "kubernetesVersion", "minMasterVersion", "chart"),
-    "zone": ("availabilityZone", "availabilityZones", "nodeLocations", "location"),
+    "zone": ("availabilityZone", "availabilityZoneId", "availabilityZones", "nodeLocations",
+             "location"),
     "mtu": ("mtu",),
 }
 
@@ -98,6 +99,8 @@ def _computed(typ: str, name: str, inputs: dict, plan: "Plan") -> dict:
         # Inputs list identity ids; the output is a map keyed by id.
         "azure-native:containerservice:ManagedCluster": {
             "identity": {"type": "UserAssigned", "userAssignedIdentities": {}}},
+        # A documentation address (RFC 5737) for the NAT gateway's public IP.
+        "azure-native:network:PublicIPAddress": {"ipAddress": "198.51.100.10"},
         "azure-native:storagecache:AmlFilesystem": {"clientInfo": {"mgsAddress": "10.1.0.4"}},
         "gcp:filestore/instance:Instance": {"networks": [
             {**(inputs.get("networks") or [{}])[0], "ipAddresses": ["10.2.0.9"]}]},
@@ -111,10 +114,13 @@ def _call(token: str, args: dict, plan: "Plan") -> dict:
     zones = [f"{plan.region}{z}" for z in "abc"]
     kubeconfig = base64.b64encode(b"apiVersion: v1\nkind: Config\n").decode()
     return {
-        "aws:index/getAvailabilityZones:getAvailabilityZones": {"names": zones,
-                                                                "zoneIds": zones},
+        # Zone IDs differ from names (use1-az4 for one account's us-east-1a).
+        "aws:index/getAvailabilityZones:getAvailabilityZones": {
+            "names": zones, "zoneIds": [f"{plan.region}-az{i + 1}" for i in range(3)]},
         "gcp:organizations/getClientConfig:getClientConfig": {"project": "mock-project",
                                                               "region": plan.region},
+        "gcp:organizations/getProject:getProject": {"projectId": "mock-project",
+                                                    "number": "123456789012"},
         "aws:index/getCallerIdentity:getCallerIdentity": {
             "accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/mock",
             "id": "123456789012", "userId": "AIDAMOCK"},

@@ -11,10 +11,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError,
-                      WithJsonSchema, field_validator, model_validator)
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator,
+                      Field, PrivateAttr, Tag, ValidationError, WithJsonSchema, field_validator,
+                      model_validator)
 
 from reclaunch.errors import SpecError
+from reclaunch.spec import env_rules
 from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS  # noqa: F401
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
                                   parse_count, parse_size, parse_storage_size)
@@ -34,7 +36,12 @@ def _str_value(v: object) -> object:
     return v
 
 
-EnvValue = Annotated[str, BeforeValidator(_str_value)]
+EnvValue = Annotated[str, BeforeValidator(_str_value), AfterValidator(env_rules.env_value)]
+# job.env: a value, or {secret: NAME, key: KEY} (manifests/secrets.py renders it). The tags
+# start "function-" so messages.py leaves them out of the field path it prints.
+JobEnvValue = Annotated[Annotated[env_rules.SecretRef, Tag(env_rules.REF)]
+                        | Annotated[EnvValue, Tag(env_rules.VALUE)],
+                        Discriminator(env_rules.discriminate)]
 
 
 def _no_bool(v: object) -> object:
@@ -72,7 +79,8 @@ class Storage(Strict):
     size: StorageSize | None = Field(None, description=(
         'Capacity, e.g. "1.2TiB" or "2400GiB"; a bare number is GiB. The plan prices what the '
         'service creates after its minimum and steps (FSx for Lustre: 1.2 TiB, then 2.4 TiB steps)'))
-    mount_path: str = Field("/data", pattern=r"^/[^\s]*$")
+    mount_path: Annotated[str, AfterValidator(env_rules.mount_path)] = Field(
+        "/data", pattern=r"^/[^\s]*$", max_length=1024)
     existing: str | None = Field(None, description="Existing file system id / StorageClass (cephfs, pvc)")
     storage_class: str | None = None
 
@@ -136,9 +144,11 @@ class Dataset(Strict):
 
 class Job(Strict):
     image: str | None = Field(None, min_length=1, max_length=512)
+    image_size: Size | None = Field(
+        None, ge=1, description='Compressed image size, e.g. "12GB": prices its pull in the startup timeline')
     command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     args: list[EnvValue] = []
-    env: dict[EnvName, EnvValue] = {}
+    env: dict[EnvName, JobEnvValue] = {}
     batch_size: Count = Field(4096, ge=1, le=1 << 24, description="Per GPU (per process)")
     grad_accumulation: Int = Field(1, ge=1, le=4096)
     precision: Precision = "bf16"
@@ -147,6 +157,14 @@ class Job(Strict):
     dataset: Dataset = Dataset(samples=1_000_000)
     max_restarts: Int = Field(10, ge=0, le=1000)
     num_workers: Int | None = Field(None, ge=0, le=256, description="Dataloader workers per process")
+    # How the step is launched: the reference trainer runs eager PyTorch; cuda_graph (or an
+    # XLA-compiled step) pays far less per kernel launch (planner.yaml perf.kernel_launch_seconds).
+    execution: Literal["eager", "cuda_graph"] = "eager"
+    # Dense gradients on the wire: fp32 under autocast (the reference trainer), fp16/bf16 when the
+    # stack all-reduces in half precision (HugeCTR mixed precision, Horovod --compress).
+    gradient_dtype: Literal["fp32", "fp16", "bf16"] = "fp32"
+
+    _env_names = field_validator("env")(env_rules.job_env)
 
     @field_validator("command", "args", mode="before")
     @classmethod

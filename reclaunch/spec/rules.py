@@ -160,7 +160,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         elif gpu and not cands:
             have = sorted({o.gpu for o in cat.offers if o.cloud == s.cloud})
             out.append((("gpu",), f"no {s.cloud} instance offers {gpu}; {s.cloud} has {', '.join(have)}"))
-        elif gpu and s.gpus_per_node not in {o.gpu_count for o in cands}:
+        elif gpu and "gpus_per_node" in s.model_fields_set and s.gpus_per_node not in {o.gpu_count for o in cands}:
             counts = sorted({o.gpu_count for o in cands})
             out.append((("gpus_per_node",), f"{s.cloud} instances with {gpu} have "
                         f"{' or '.join(map(str, counts))} GPUs, not {s.gpus_per_node}"))

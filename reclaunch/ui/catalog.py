@@ -19,7 +19,8 @@ def _short_source(src: str, width: int = 36) -> str:
 def _on_demand(o: Offer) -> str:
     # "-" would read as "unknown"; a Capacity-Block-only instance is sold, just not on demand.
     if o.on_demand_usd is None and o.purchase != "on-demand":
-        label = {"capacity-block": "CB only", "reservation": "reserved only"}.get(o.purchase, o.purchase)
+        label = {"capacity-block": "CB only", "reservation": "reserved only",
+                 "flex-start": "spot/flex-start only"}.get(o.purchase, o.purchase)
         return label + (f" {o.purchase_usd:,.2f}" if o.purchase_usd is not None else "")
     return _usd(o.on_demand_usd)
 
@@ -53,7 +54,9 @@ def offers_table(rows: list[Offer], catalog: Catalog, today: dt.date | None = No
     for o in rows:
         sources.setdefault(_short_source(o.source, width=200), len(sources) + 1)
     regions = len({(o.cloud, o.region) for o in rows})
-    notes = "\n".join(f"[{n}] {s}" for s, n in sources.items())
+    from reclaunch.ui.text import shown   # overlay rows are a file's text: never markup
+
+    notes = "\n".join(f"[{n}] {shown(s, keep_newlines=False)}" for s, n in sources.items())
     t = Table(title=f"reclaunch catalog {catalog.version} — USD per instance-hour",
               caption=f"{len(rows)} offers in {regions} regions. * price older than "
                       f"{STALE_AFTER_DAYS} days: run `reclaunch catalog refresh`. CB only = EC2 "
@@ -85,7 +88,8 @@ def offers_table(rows: list[Offer], catalog: Catalog, today: dt.date | None = No
                  "spot": _usd(o.spot_usd), "spot range": spread,
                  "as of": o.price_as_of.isoformat() + (" *" if stale else ""),
                  "src": str(sources[_short_source(o.source, width=200)])}
-        t.add_row(*(cells[c] for c, _ in cols), style="yellow" if stale else None, end_section=last)
+        t.add_row(*(shown(cells[c], keep_newlines=False) for c, _ in cols),
+                  style="yellow" if stale else None, end_section=last)
     return t
 
 

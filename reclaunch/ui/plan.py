@@ -25,6 +25,12 @@ def _storage_size(st) -> str:
     return human_bytes(got * GIB if got else st.size)
 
 
+def _span(rng, fmt) -> str:
+    """ "  [P10-P90 a - b]": the calibration spread (planner/uncertainty.py), when there is one.
+    It starts with "P": rich would take "[lowercase ...]" for markup and drop it."""
+    return f"  [P10-P90 {fmt(rng[0])} - {fmt(rng[1])}]" if rng else ""
+
+
 def _rate(v: float) -> str:
     return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v / 1e3:.1f}k" if v >= 1e3 else f"{v:.0f}"
 
@@ -50,24 +56,29 @@ def plan_renderables(plan) -> list:
     head.add_column(style="bold")
     head.add_column()
     head.add_row("cluster", where)
+    if plan.pick_reason:
+        head.add_row("picked", plan.pick_reason)
     head.add_row("fabric", plan.fabric)
     head.add_row("parallelism", f"{m.parallelism} (needs {m.gpus_needed or 'no'} "
                  f"{'process(es)' if per == 'process' else 'GPU(s)'}; "
                  f"embeddings {m.total_embedding_bytes / GIB:.2f} GiB in all)")
     head.add_row("fits", ("yes" if m.fits else "NO") +
                  f": {m.total_bytes_per_gpu / GIB:.2f} of {m.capacity_bytes_per_gpu / GIB:.1f} GiB per {per}")
-    head.add_row("throughput", f"{_rate(plan.throughput_samples_per_second)} samples/s"
-                 + (" (rough CPU constant)" if plan.instance_type is None else ""))
-    from reclaunch.ui.dryrun import _hours
-
-    head.add_row("duration", _hours(plan.duration_hours))
+    head.add_row("throughput", _throughput(plan) + _span(plan.throughput_range, _rate))
+    head.add_row("duration", _dur(plan.duration_hours * 3600) + (
+        f" (startup {_dur(plan.startup.seconds)} included)" if plan.startup is not None else "")
+        + _span(plan.duration_hours_range, lambda v: _dur(v * 3600)))
+    if plan.startup is not None and plan.startup.steps:
+        head.add_row("startup", _startup(plan.startup))
     od = c.on_demand_total_usd
-    if plan.instance_type is None:
+    if plan.instance_type is None:   # cloud: local: CPU processes here, nothing to pay
         head.add_row("cost", "none: CPU processes on this machine")
     else:
-        head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)")
-        head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean, P50 {_usd(c.spot_p50_usd)}, "
-                     f"P90 {_usd(c.spot_p90_usd)} ({c.expected_reclaims:.2f} reclaims expected)")
+        head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)"
+                     + _span(c.on_demand_total_usd_range, _usd))
+        head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean" + _span(c.spot_total_usd_range, _usd)
+                     + f"; reclaims alone: P50 {_usd(c.spot_p50_usd)}, P90 {_usd(c.spot_p90_usd)} "
+                     f"({c.expected_reclaims:.2f} expected)")
         head.add_row("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}")
         head.add_row("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else ""))
 
@@ -91,6 +102,33 @@ def plan_renderables(plan) -> list:
             warn.add_row(f"! {w}")
         out.append(warn)
     return out
+
+
+def _throughput(plan) -> str:
+    """The priced figure and what it stands on: a measured run (with the model beside it) or
+    the model (for cloud: local, calibrated on this host or not)."""
+    b = plan.throughput_basis or {}
+    text = f"{_rate(plan.throughput_samples_per_second)} samples/s"
+    if b.get("kind") == "measured":
+        model = plan.throughput_model_samples_per_second
+        return (text + f" MEASURED ({b.get('source')}, {str(b.get('measured_at'))[:10]}); "
+                f"model {_rate(model) if model else '-'}; priced at the measured rate")
+    return text + (f" (model; {b['source']})" if plan.instance_type is None and b.get("source")
+                   else " (model)")
+
+
+def _startup(st) -> str:
+    """One line: the steps in order with minutes, `$` on those that bill GPU hours."""
+    steps = ", ".join(f"{s.name} {_dur(s.seconds)}{' $' if s.billed else ''}"
+                      for s in st.steps if s.seconds > 0 or not s.name.startswith("file system"))
+    return (f"{_dur(st.seconds)} to first step, {_dur(st.billed_seconds)} billed "
+            f"($ = GPU hours billed): {steps}")
+
+
+def _dur(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 5400 else f"{seconds / 3600:.2f} h"
 
 
 def _ranks(ranks: list[int], world: int) -> str:

@@ -37,6 +37,20 @@ def render_schedule(rows: list[dict[str, Any]]) -> Any:
     return table
 
 
+def render_policy(findings: list[str]) -> Any:
+    """The policy checks of stacks/policy.py over the previewed resources, as plain text."""
+    from rich.text import Text
+
+    if not findings:
+        return Text("policy: every check holds (tags, private control plane, no world-open SSH, "
+                    "encrypted volumes, scoped IAM, pinned GPU pools)")
+    out = Text(f"policy: {len(findings)} finding(s), a reviewer would block this deploy on:\n",
+               style="bold red")
+    for f in findings:
+        out.append(f"  - {f}\n")
+    return out
+
+
 def preview_text(resources: list[dict[str, Any]], width: int = 160) -> str:
     from rich.console import Console
 

@@ -6,8 +6,9 @@ from typing import Iterable
 
 
 def _elapsed(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
+    import math
+    if not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
+        return "-"   # None, or damaged state (started_at: 1e308): not a duration
     h, rem = divmod(int(seconds), 3600)
     return f"{h}h{rem // 60:02d}m" if h else f"{rem // 60}m{rem % 60:02d}s"
 
@@ -34,6 +35,8 @@ def measured_cells(s) -> tuple[str, str]:
 def status_table(statuses: Iterable):
     from rich.table import Table
 
+    from reclaunch.ui.text import shown
+
     statuses = list(statuses)
     measured = any((s.details or {}).get("measured") for s in statuses)
     t = Table(title="reclaunch clusters")
@@ -51,8 +54,10 @@ def status_table(statuses: Iterable):
         pods = f"{sum(1 for p in s.pods if p.get('phase') == 'Running')}/{len(s.pods)} running" if s.pods else "-"
         spend = "-" if s.spend_usd is None else _money(s.spend_usd)
         extra = list(measured_cells(s)) if measured else []
-        t.add_row(s.name, s.cloud, f"[{colour.get(s.state, 'white')}]{s.state}[/]", nodes, pods,
-                  _elapsed(s.elapsed_seconds), spend, *extra, (s.message or "")[:200])
+        # name, message and cells come from state files and job output: text, never markup
+        t.add_row(shown(s.name), shown(s.cloud), f"[{colour.get(s.state, 'white')}]{shown(s.state)}[/]",
+                  shown(nodes), shown(pods), _elapsed(s.elapsed_seconds), spend,
+                  *(shown(c) for c in extra), shown((s.message or "")[:200]))
     return t
 
 

@@ -37,4 +37,9 @@ def manual_prerequisites(plan: "Plan") -> list[str]:
                    f"{plan.zones[0] if plan.zones else plan.region} (targeted or open)")
     out.append("IAM: the identity running `up` needs rights to create IAM roles and policies, "
                "an EKS cluster and its access entries (AdministratorAccess or an equivalent)")
+    # The kubeconfig the stack writes logs in through `aws eks get-token` (stacks/aws/program.py
+    # _kubeconfig), so every Kubernetes call of `up`, `status` and the watcher needs it.
+    out.append("tools: the AWS CLI v2 (`aws`) on PATH with the same credentials: the "
+               "kubeconfig logs in with `aws eks get-token`")
+    return out
     return out

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
+from stacks.aws import interruption
+from stacks.aws.network import network as _network
+from stacks import versions
 from stacks.aws.pools import SYSTEM_INSTANCE_TYPE, hugepage_count, node_pools
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
-VPC_CIDR = "10.0.0.0/16"
 ROOT_VOLUME_GIB = 200
 # Let `up` wait for the GPU groups' instances: with "0" the stack reports success while the
 # group's launches fail (InsufficientInstanceCapacity), and the capacity fallback never runs.
@@ -44,48 +46,10 @@ GPU_AMI_PARAMETER = ("/aws/service/eks/optimized-ami/{version}/amazon-linux-2023
 NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly",
                  "AmazonEKS_CNI_Policy", "AmazonSSMManagedInstanceCore")
 EKS_ADDONS = ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent")
-
-
 def _assume(service: str) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": [{
         "Effect": "Allow", "Principal": {"Service": service},
         "Action": ["sts:AssumeRole", "sts:TagSession"]}]})
-
-
-def _network(aws, pulumi, plan: "Plan", tags: dict):
-    azs = aws.get_availability_zones(state="available").names[:3]
-    gpu_az = plan.zones[0] if plan.zones else azs[0]
-    zones = [gpu_az] + [z for z in azs if z != gpu_az][:2]
-    vpc = aws.ec2.Vpc(c.name(plan, "vpc"), cidr_block=VPC_CIDR, enable_dns_hostnames=True,
-                      enable_dns_support=True, tags={**tags, "Name": c.name(plan, "vpc")})
-    igw = aws.ec2.InternetGateway(c.name(plan, "igw"), vpc_id=vpc.id, tags=tags)
-    # The only public subnet holds the NAT gateway; nothing launched there gets a public IP.
-    public = aws.ec2.Subnet(c.name(plan, "public"), vpc_id=vpc.id, cidr_block="10.0.240.0/24",
-                            availability_zone=gpu_az, map_public_ip_on_launch=False,
-                            tags={**tags, "kubernetes.io/role/elb": "1"})
-    public_rt = aws.ec2.RouteTable(c.name(plan, "public-rt"), vpc_id=vpc.id, tags=tags,
-                                   routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": igw.id}])
-    aws.ec2.RouteTableAssociation(c.name(plan, "public-rta"), subnet_id=public.id,
-                                  route_table_id=public_rt.id)
-    eip = aws.ec2.Eip(c.name(plan, "nat-eip"), domain="vpc", tags=tags)
-    nat = aws.ec2.NatGateway(c.name(plan, "nat"), allocation_id=eip.id, subnet_id=public.id,
-                             tags=tags, opts=pulumi.ResourceOptions(depends_on=[igw]))
-    private_rt = aws.ec2.RouteTable(c.name(plan, "private-rt"), vpc_id=vpc.id, tags=tags,
-                                    routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}])
-    private = []
-    for i, zone in enumerate(zones):  # /18 each: room for many EFA-primary IPs per node
-        sn = aws.ec2.Subnet(c.name(plan, f"private-{zone[-1]}"), vpc_id=vpc.id,
-                            cidr_block=f"10.0.{i * 64}.0/18", availability_zone=zone,
-                            map_public_ip_on_launch=False,
-                            tags={**tags, "kubernetes.io/role/internal-elb": "1"})
-        aws.ec2.RouteTableAssociation(c.name(plan, f"private-rta-{zone[-1]}"), subnet_id=sn.id,
-                                      route_table_id=private_rt.id)
-        private.append(sn)
-    # Datasets and checkpoints go to S3 without paying NAT per-GB charges.
-    aws.ec2.VpcEndpoint(c.name(plan, "s3"), vpc_id=vpc.id, vpc_endpoint_type="Gateway",
-                        service_name=f"com.amazonaws.{plan.region}.s3",
-                        route_table_ids=[private_rt.id], tags=tags)
-    return vpc, private, private[0]
 
 
 def _role(aws, pulumi, plan, key: str, service: str, policies, tags):
@@ -206,6 +170,8 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
            **{f"{template}/label/{k}": v for k, v in pool.labels.items()},
            **{f"{template}/taint/{t['key']}": f"{t['value']}:{t['effect']}" for t in pool.taints},
            f"{template}/resources/nvidia.com/gpu": str(plan.gpus_per_node),
+           # aws-node-termination-handler acts only on instances with its managed tag.
+           **({interruption.managed_tag(plan): ""} if interruption.wanted(plan) else {}),
            **{f"{template}/resources/{k}": v for k, v in pool.hugepages.items()}}
     if pool.labels.get("vpc.amazonaws.com/efa.present") == "true" and plan.offer:
         out[f"{template}/resources/vpc.amazonaws.com/efa"] = str(plan.offer.nics)
@@ -225,6 +191,7 @@ def program(plan: "Plan") -> None:
     aws = require("pulumi_aws", "aws")
     k8s = require("pulumi_kubernetes", "aws")
     tags = c.tags(plan)
+    k8s_version = versions.kubernetes_version(plan)
     pools = node_pools(plan)
     system_pool = pools[0]
     vpc, private, gpu_subnet = _network(aws, pulumi, plan, tags)
@@ -235,9 +202,16 @@ def program(plan: "Plan") -> None:
 
     cluster_role = _role(aws, pulumi, plan, "cluster-role", "eks.amazonaws.com",
                          ["AmazonEKSClusterPolicy"], tags)
+    # Two node roles. EKS creates the access entry of a managed node group's role itself; a
+    # second, explicit AccessEntry for that same role races it (409 ResourceInUseException).
+    # The self-managed GPU groups get a role of their own with its own EC2_LINUX entry, as
+    # aws-ia/terraform-aws-eks does (modules/self-managed-node-group creates
+    # aws_eks_access_entry type EC2_LINUX for its role; modules/eks-managed-node-group none).
     node_role = _role(aws, pulumi, plan, "node-role", "ec2.amazonaws.com", NODE_POLICIES, tags)
+    gpu_role = _role(aws, pulumi, plan, "gpu-node-role", "ec2.amazonaws.com", NODE_POLICIES,
+                     tags)
     cluster = aws.eks.Cluster(
-        c.name(plan, "eks"), name=c.name(plan), version=c.KUBERNETES_VERSION,
+        c.name(plan, "eks"), name=c.name(plan), version=k8s_version,
         role_arn=cluster_role.arn, tags=tags,
         vpc_config={"subnet_ids": [s.id for s in private], **endpoint_access(plan)},
         access_config={"authentication_mode": "API",
@@ -270,13 +244,13 @@ def program(plan: "Plan") -> None:
                     {"protocol": "-1", "from_port": 0, "to_port": 0,
                      "cidr_blocks": ["0.0.0.0/0"]}], tags=tags)
         gpu_sgs.append(efa_sg.id)
-    profile = aws.iam.InstanceProfile(c.name(plan, "node-profile"), role=node_role.name,
+    profile = aws.iam.InstanceProfile(c.name(plan, "gpu-node-profile"), role=gpu_role.name,
                                       tags=tags)
-    aws.eks.AccessEntry(c.name(plan, "node-access"), cluster_name=cluster.name,
-                        principal_arn=node_role.arn, type="EC2_LINUX", tags=tags)
+    gpu_access = aws.eks.AccessEntry(c.name(plan, "gpu-node-access"), cluster_name=cluster.name,
+                                     principal_arn=gpu_role.arn, type="EC2_LINUX", tags=tags)
     pg = aws.ec2.PlacementGroup(c.name(plan, "pg"), strategy="cluster", tags=tags)
     ami = aws.ssm.get_parameter(
-        name=GPU_AMI_PARAMETER.format(version=c.KUBERNETES_VERSION)).value
+        name=GPU_AMI_PARAMETER.format(version=k8s_version)).value
 
     groups = {}
     max_price = c.spot_max_price(plan)
@@ -303,7 +277,7 @@ def program(plan: "Plan") -> None:
             tags=[{"key": k, "value": v, "propagate_at_launch": True}
                   for k, v in _asg_tags(plan, pool, tags).items()],
             opts=pulumi.ResourceOptions(ignore_changes=["desired_capacity"],
-                                        depends_on=[cluster, *addons]))
+                                        depends_on=[cluster, gpu_access, *addons]))
 
     kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data,
                                    cluster.name).apply(lambda a: _kubeconfig(*a, plan.region))
@@ -322,8 +296,14 @@ def program(plan: "Plan") -> None:
     installed = c.install_addons(k8s, pulumi, plan, provider, depends_on=[system], values={
         "cluster-autoscaler": {"autoDiscovery": {"clusterName": c.name(plan)},
                                "awsRegion": plan.region, "expanderPriorities": priorities,
-                               "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}})
+                               "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}},
+        facts=lambda a: versions.pinned_facts(a, k8s_version))
 
+    if interruption.wanted(plan):   # spot: drain on the 2-minute warning (interruption.py)
+        nth_role = _role(aws, pulumi, plan, "nth-role", "pods.eks.amazonaws.com", [], tags)
+        installed["aws-node-termination-handler"] = interruption.install(
+            aws, pulumi, k8s, plan, tags=tags, cluster=cluster, groups=groups,
+            provider=provider, role=nth_role, depends_on=[system], account=account)
     storage_id = _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
                           kms, provider, list(installed.values()))
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))

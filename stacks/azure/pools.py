@@ -23,11 +23,25 @@ if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 SYSTEM_VM_SIZE = "Standard_D4s_v5"
-# Pinned rather than "Ubuntu" (whose version moves with the Kubernetes version): the Azure
-# Lustre CSI node DaemonSet selects on it (kubernetes-sigs/azurelustre-csi-driver v0.4.0
-# deploy/csi-azurelustre-node-jammy.yaml), and AKS labels it on every node.
-OS_SKU = "Ubuntu2204"
-OS_LABELS = {"kubernetes.azure.com/os-sku-effective": OS_SKU}
+# The Ubuntu release is pinned (not plain "Ubuntu") so the node label the Azure Lustre CSI
+# node DaemonSets select on is known before a node exists (kubernetes-sigs/azurelustre-csi-
+# driver v0.4.0 deploy/csi-azurelustre-node-{jammy,noble}.yaml; AKS labels
+# kubernetes.azure.com/os-sku-effective on every node). Which one follows the Kubernetes
+# minor as AKS's own default does (learn.microsoft.com/azure/aks/upgrade-os-version:
+# "Ubuntu 22.04 is the default for Kubernetes 1.25 to 1.34, Ubuntu 24.04 for 1.35+").
+LAST_JAMMY_MINOR = (1, 34)
+
+
+def os_sku(version: str) -> str:
+    from stacks.versions import minor_key
+
+    return "Ubuntu2204" if minor_key(version) <= LAST_JAMMY_MINOR else "Ubuntu2404"
+
+
+def os_labels(plan: "Plan") -> dict[str, str]:
+    from stacks.versions import kubernetes_version
+
+    return {"kubernetes.azure.com/os-sku-effective": os_sku(kubernetes_version(plan))}
 SPOT_TAINT = {"key": "kubernetes.azure.com/scalesetpriority", "value": "spot",
               "effect": "NoSchedule"}
 GPU_PRESENT = "nvidia.com/gpu.present"
@@ -39,10 +53,11 @@ def agent_pool_name(key: str) -> str:
 
 
 def node_pools(plan: "Plan") -> list[c.NodePool]:
+    os_label = os_labels(plan)
     system = c.NodePool(
         name="system", role="system", instance_type=SYSTEM_VM_SIZE, spot=False,
         labels={**c.KUBELET_LABELS, c.CLUSTER_TAG: plan.name, c.POOL_LABEL: "system",
-                **OS_LABELS, "kubernetes.azure.com/agentpool": "system",
+                **os_label, "kubernetes.azure.com/agentpool": "system",
                 "kubernetes.azure.com/mode": "system",
                 "node.kubernetes.io/instance-type": SYSTEM_VM_SIZE},
         taints=[], min_nodes=c.SYSTEM_POOL_SIZE[0], max_nodes=c.SYSTEM_POOL_SIZE[1],
@@ -54,7 +69,7 @@ def node_pools(plan: "Plan") -> list[c.NodePool]:
         agent = agent_pool_name(pool.key)
         labels = {**c.KUBELET_LABELS, **c.node_labels(plan, pool), GPU_PRESENT: "true",
                   c.FABRIC_GROUP_LABEL: agent if ib else "none",
-                  **OS_LABELS, "kubernetes.azure.com/agentpool": agent,
+                  **os_label, "kubernetes.azure.com/agentpool": agent,
                   "kubernetes.azure.com/mode": "user",
                   "kubernetes.azure.com/accelerator": "nvidia",
                   "node.kubernetes.io/instance-type": plan.instance_type}

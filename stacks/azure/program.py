@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
-from stacks.azure.pools import OS_SKU, node_pools
+from stacks import versions
+from stacks.azure.pools import node_pools, os_sku
 from stacks.azure.storage import storage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,18 +58,28 @@ def _network(az, plan: "Plan", rg, tags):
         network_security_group={"id": nsg.id},
         service_endpoints=[{"service": "Microsoft.Storage"}],
         default_outbound_access=False)
-    return vnet, subnet, nsg
+    return vnet, subnet, nsg, ip
 
 
 def _role_id(sub: str, role: str) -> str:
     return f"/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/{role}"
 
 
-def api_access(plan: "Plan") -> dict:
-    """Authorized IP ranges for the API server: the spec's, or the address `up` runs from.
-    None at all (a bare preview): a private cluster."""
+def api_access(plan: "Plan", nat_ip=None) -> dict:
+    """Authorized IP ranges for the API server: the spec's, or the address `up` runs from,
+    plus the NAT gateway's public IP. Nodes reach the public API server through that NAT
+    (outbound_type userAssignedNATGateway), and AKS adds only a Standard load balancer's
+    outbound IPs to the ranges by itself, never a user NAT gateway's
+    (learn.microsoft.com/azure/aks/api-server-authorized-ip-ranges): without it the system
+    pool fails with "Unable to establish connection from agents to Kubernetes API server".
+    None at all (a bare preview): a private cluster (authorized ranges do not apply there)."""
     cidrs = c.api_cidrs(plan)
-    return {"authorized_ip_ranges": cidrs} if cidrs else {"enable_private_cluster": True}
+    if not cidrs:
+        return {"enable_private_cluster": True}
+    if nat_ip is None:
+        return {"authorized_ip_ranges": cidrs}
+    return {"authorized_ip_ranges": nat_ip.apply(
+        lambda ip: [*cidrs, *([f"{ip}/32"] if ip and f"{ip}/32" not in cidrs else [])])}
 
 
 def non_interactive(kubeconfig: str) -> str:
@@ -95,12 +106,13 @@ def program(plan: "Plan") -> None:
     az = require("pulumi_azure_native", "azure")
     k8s = require("pulumi_kubernetes", "azure")
     tags = c.tags(plan)
+    k8s_version = versions.kubernetes_version(plan)
     pools = node_pools(plan)
     system_pool = pools[0]
     host_encryption = plan.spec.security.encryption_at_host
     client = az.authorization.get_client_config()
     rg = az.resources.ResourceGroup(c.name(plan, "rg"), location=plan.region, tags=tags)
-    vnet, subnet, nsg = _network(az, plan, rg, tags)
+    vnet, subnet, nsg, nat_ip = _network(az, plan, rg, tags)
     identity = az.managedidentity.UserAssignedIdentity(c.name(plan, "id"),
                                                        resource_group_name=rg.name, tags=tags)
     # AKS with a user-assigned identity on our own subnet needs Network Contributor there
@@ -111,12 +123,12 @@ def program(plan: "Plan") -> None:
         role_definition_id=_role_id(client.subscription_id, NETWORK_CONTRIBUTOR))
     aks = az.containerservice.ManagedCluster(
         c.name(plan, "aks"), resource_group_name=rg.name, resource_name_=c.name(plan),
-        dns_prefix=c.name(plan), kubernetes_version=c.KUBERNETES_VERSION, tags=tags,
+        dns_prefix=c.name(plan), kubernetes_version=k8s_version, tags=tags,
         identity={"type": "UserAssigned", "user_assigned_identities": [identity.id]},
         sku={"name": "Base", "tier": "Standard"},
         disable_local_accounts=True, enable_rbac=True,
         aad_profile={"managed": True, "enable_azure_rbac": True},
-        api_server_access_profile=api_access(plan),
+        api_server_access_profile=api_access(plan, nat_ip.ip_address),
         oidc_issuer_profile={"enabled": True},
         security_profile={"workload_identity": {"enabled": True}},
         network_profile={"network_plugin": "azure", "network_plugin_mode": "overlay",
@@ -132,7 +144,7 @@ def program(plan: "Plan") -> None:
             "max_count": system_pool.max_nodes, "enable_auto_scaling": True,
             "vnet_subnet_id": subnet.id, "enable_node_public_ip": False,
             "enable_encryption_at_host": host_encryption, "os_disk_type": "Managed",
-            "os_sku": OS_SKU, "type": "VirtualMachineScaleSets", "tags": tags,
+            "os_sku": os_sku(k8s_version), "type": "VirtualMachineScaleSets", "tags": tags,
             "node_labels": _settable(system_pool.labels)}],
         opts=pulumi.ResourceOptions(depends_on=[net_role]))
     # The identity running `up` administers the cluster through Azure RBAC.
@@ -144,9 +156,10 @@ def program(plan: "Plan") -> None:
         principal_type=kind,
         role_definition_id=_role_id(client.subscription_id, AKS_RBAC_CLUSTER_ADMIN))
 
-    ppg = az.compute.ProximityPlacementGroup(
-        c.name(plan, "ppg"), resource_group_name=rg.name, tags=tags,
-        proximity_placement_group_type="Standard")
+    # No proximity placement group: the InfiniBand fabric is the scale set's own (one VMSS
+    # placement group), which is what Azure/aks-rdma-infiniband relies on (it creates none).
+    # A PPG in our resource group would also need Microsoft.Compute/proximityPlacementGroups/
+    # write for the cluster identity there, else the GPU pools fail LinkedAuthorizationFailed.
     if plan.max_nodes > IB_FABRIC_MAX_VMS:
         c.warn(f"{plan.max_nodes} nodes exceed one InfiniBand placement group "
                f"({IB_FABRIC_MAX_VMS} VMs): NCCL traffic between groups falls back to TCP")
@@ -164,11 +177,9 @@ def program(plan: "Plan") -> None:
             spot_max_price=(max_price or -1) if pool.spot else None,   # -1: up to on-demand
             capacity_reservation_group_id=cap.reservation if cap else None,
             availability_zones=plan.zones or None, vnet_subnet_id=subnet.id,
-            # Capacity reservation groups do not combine with proximity placement groups
-            # (Azure capacity reservation limitations); the reservation places the VMs.
-            proximity_placement_group_id=None if cap else ppg.id, enable_node_public_ip=False,
+            enable_node_public_ip=False,
             enable_encryption_at_host=host_encryption, os_disk_type="Managed",
-            os_disk_size_gb=OS_DISK_GIB, kubelet_disk_type="OS", os_sku=OS_SKU,
+            os_disk_size_gb=OS_DISK_GIB, kubelet_disk_type="OS", os_sku=os_sku(k8s_version),
             node_taints=[c.taint_str(t) for t in pool.taints],
             node_labels=_settable(pool.labels), tags=tags,
             opts=pulumi.ResourceOptions(ignore_changes=["count"]))

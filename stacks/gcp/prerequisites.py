@@ -21,6 +21,11 @@ def manual_prerequisites(plan: "Plan") -> list[str]:
            "IAM: the identity running `up` needs to create service accounts and grant project "
            "roles (roles/resourcemanager.projectIamAdmin, roles/iam.serviceAccountAdmin, "
            "roles/container.admin, roles/compute.networkAdmin)"]
+    # The kubeconfig runs the exec plugin (stacks/gcp/program.py _kubeconfig); kubectl >= 1.26
+    # needs it (cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl).
+    out.append("tools: `gke-gcloud-auth-plugin` on PATH (`gcloud components install "
+               "gke-gcloud-auth-plugin`) with `gcloud auth login` done: the kubeconfig logs in "
+               "through it")
     cap = plan.spec.capacity
     if cap is not None:
         out.append(f"reservation {cap.reservation}: create it for {plan.nodes} x "

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
+from stacks import versions
+from stacks.gcp.secrets import secrets_key
 from stacks.gcp.pools import (COMPUTE_CLASS_LABEL, SYSTEM_MACHINE, accelerator, compute_class,
                               node_pools)
 
@@ -36,13 +38,21 @@ MAX_EXCLUSION_DAYS = 30
 FABRIC_MTU = {"tcpx": 8244, "tcpxo": 8244, "rdma": 8896}
 
 
+# GKE rejects an exclusion that starts in the past; the cluster takes longer than this
+# to create, so nothing can be upgraded in the gap.
+EXCLUSION_LEAD = 5   # minutes
+
+
 def maintenance_policy(plan: "Plan", now=None) -> dict:
     """A weekend-night window for what must still happen, and a NO_UPGRADES exclusion over
-    the planned job (control plane included), starting at the current hour."""
+    the planned job (control plane included), starting a few minutes from now (never in the
+    past). Computed once: the cluster ignores later changes to it (see program), so a
+    re-run neither diffs nor moves it."""
     import datetime as dt
     import math
 
-    now = (now or dt.datetime.now(dt.timezone.utc)).replace(minute=0, second=0, microsecond=0)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    now = (now + dt.timedelta(minutes=EXCLUSION_LEAD + 1)).replace(second=0, microsecond=0)
     days = min(MAX_EXCLUSION_DAYS, math.ceil(plan.duration_hours / 24) + 1)
     fmt = "%Y-%m-%dT%H:%M:%SZ"
     return {"recurring_window": {"start_time": "2026-01-03T02:00:00Z",
@@ -138,11 +148,13 @@ def program(plan: "Plan") -> None:
     system_pool = pools[0]
     # No release channel: on a channel GKE forces node auto-upgrade on, which reboots training
     # nodes (Cluster Toolkit modules/scheduler/gke-cluster: release_channel default UNSPECIFIED).
+    kms_key, kms_grant = secrets_key(gcp, pulumi, plan, labels)
     cluster = gcp.container.Cluster(
         c.name(plan, "gke"), name=c.name(plan), location=plan.region,
-        node_locations=[zone], min_master_version=c.KUBERNETES_VERSION,
+        node_locations=[zone], min_master_version=versions.kubernetes_version(plan),
         release_channel={"channel": "UNSPECIFIED"}, remove_default_node_pool=True,
         maintenance_policy=maintenance_policy(plan),
+        database_encryption={"state": "ENCRYPTED", "key_name": kms_key.id},
         master_authorized_networks_config=authorized,
         initial_node_count=1, network=vpc.id, subnetwork=subnet.id,
         networking_mode="VPC_NATIVE", datapath_provider="ADVANCED_DATAPATH",
@@ -156,7 +168,11 @@ def program(plan: "Plan") -> None:
         addons_config={"gcp_filestore_csi_driver_config": {"enabled": True}},
         node_config={"service_account": sa.email, "resource_labels": labels,
                      "disk_type": "pd-balanced",
-                     "shielded_instance_config": {"enable_secure_boot": True}})
+                     "shielded_instance_config": {"enable_secure_boot": True}},
+        # The exclusion is fixed when the cluster is created: recomputing it on every run
+        # would show a diff each time and move its start (issue 24).
+        opts=pulumi.ResourceOptions(ignore_changes=["maintenancePolicy"],
+                                    depends_on=[kms_grant]))
     node_common = {"service_account": sa.email, "oauth_scopes": [
         "https://www.googleapis.com/auth/cloud-platform"], "resource_labels": labels,
         "shielded_instance_config": {"enable_secure_boot": True,
@@ -262,13 +278,28 @@ def _kubeconfig(endpoint: str, ca: str, name: str) -> str:
             "command": "gke-gcloud-auth-plugin", "provideClusterInfo": True}}}]})
 
 
+# Filestore ZONAL capacity (cloud.google.com/filestore/docs/service-tiers, "Zonal"): 1 TiB to
+# 9.75 TiB in 256 GiB steps, then 10 TiB to 100 TiB in 2.5 TiB steps (11 TiB is rejected).
+ZONAL_SMALL = (1024, 9984, 256)          # GiB: min, max, step
+ZONAL_LARGE = (10240, 102400, 2560)
+
+
+def filestore_gib(plan: "Plan") -> int:
+    """What to ask Filestore ZONAL for: `storage.size` rounded up to the next size it sells."""
+    gib = c.storage_gib(plan, ZONAL_SMALL[0], ZONAL_SMALL[2])
+    if gib <= ZONAL_SMALL[1]:
+        return gib
+    lo, hi, step = ZONAL_LARGE
+    return min(hi, max(lo, c.storage_gib(plan, lo, step)))
+
+
 def _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider):
     kind = plan.spec.storage.kind
     if kind == "cephfs":
         return c.cephfs_storage_class(k8s, pulumi, plan, provider).metadata["name"]
     if kind != "filestore":
         return None
-    gib = c.storage_gib(plan, 1024, 256, maximum=102400)   # ZONAL: 1 TiB .. 100 TiB
+    gib = filestore_gib(plan)
     fs = gcp.filestore.Instance(
         c.name(plan, "filestore"), name=c.name(plan, "data"), location=zone, tier="ZONAL",
         labels=labels, file_shares={"name": "data", "capacity_gb": gib},

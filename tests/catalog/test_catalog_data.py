@@ -8,11 +8,26 @@ import datetime as dt
 import math
 import re
 
+import pytest
 import yaml
 
 from reclaunch.catalog import PURCHASE_KINDS, STALE_AFTER_DAYS, bundled_catalog
-from reclaunch.catalog import build_azure, build_gcp
+from reclaunch.catalog import build_azure, build_gcp, sources
 from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts
+from tests.needs import need_input
+
+
+def source_rows(names) -> list[dict]:
+    """The rows of the named extracts (shared/reference/catalog-sources). A user's clone without
+    ../shared skips; CI (CI=true, a copy of shared/ beside the clone) must have them."""
+    paths = sources.defaults(tuple(names))
+    for p in paths:
+        need_input(p, "re-deriving catalog rows from their source extract")
+    rows: list[dict] = []
+    for p in paths:
+        with p.open(newline="") as fh:
+            rows.extend(csv.DictReader(fh))
+    return rows
 
 FACT_FIELDS = ("gpu", "gpu_count", "gpu_memory_gib", "intra_node", "nvlink", "nvlink_gbs_per_gpu",
                "fabric", "nics", "network_gbps", "gpudirect", "vcpus", "ram_gib", "local_nvme_gb")
@@ -86,9 +101,12 @@ def _az_id_prefix(region: str) -> str:
 
 
 def test_fewer_than_ten_percent_of_priced_rows_stale_on_the_generation_date():
+    # A source meta.yaml names as known-stale (the only dated GCP list price: pricing.yml of
+    # 2026-07-30) is deliberate and every plan on it says "stale"; any other stale row counts.
     meta = yaml.safe_load((DATA / "meta.yaml").read_text())
     generated = dt.date.fromisoformat(str(meta["generated"]))
-    priced = [o for o in bundled_catalog().offers if o.priced]
+    known = tuple(meta.get("known_stale_sources") or ())
+    priced = [o for o in bundled_catalog().offers if o.priced and not o.source.startswith(known)]
     stale = [o.key for o in priced if o.is_stale(generated)]
     assert len(stale) < 0.10 * len(priced), (len(stale), len(priced), stale)
     assert meta["stale_after_days"] == STALE_AFTER_DAYS
@@ -96,23 +114,36 @@ def test_fewer_than_ten_percent_of_priced_rows_stale_on_the_generation_date():
 
 # Rows listed for their facts but with no price any source we could date gives: named here so a
 # new unpriced row fails. `reclaunch catalog refresh` prices them from the vendor's API.
-KNOWN_UNPRICED = {
-    ("gcp", "g2-standard-96", "us-central1"),          # GCP v8 prices host and GPU apart; not joined
-}
+KNOWN_UNPRICED: set[tuple[str, str, str]] = set()
+
+
+def _gcp_generated() -> list[dict]:
+    """The GCP rows build_gcp makes from the extracts: availability, then pricing.yml prices."""
+    facts = _facts()
+    avail = build_gcp.availability(source_rows(sources.GCP), facts)
+    prices = build_gcp.read_prices(source_rows([sources.GCP_PRICES]))
+    with (DATA / "instances.csv").open(newline="") as fh:
+        existing = list(csv.DictReader(fh))
+    return build_gcp.price_rows(build_gcp.build_rows(avail, facts, existing), prices, facts)
 
 
 def _gcp_availability_only() -> set[tuple[str, str, str]]:
-    """GCP rows the snapshot extract adds without a price (see build_gcp: undated, host-only)."""
-    facts = _facts()
-    with build_gcp.SNAPSHOT.open(newline="") as fh:
-        avail = build_gcp.availability(csv.DictReader(fh), facts)
-    rows = build_gcp.build_rows(avail, facts, [])
-    return {(r["cloud"], r["instance_type"], r["region"]) for r in rows}
+    """GCP rows the snapshot extract lists that no dated source prices (see build_gcp)."""
+    return {(r["cloud"], r["instance_type"], r["region"]) for r in _gcp_generated()
+            if build_gcp.is_availability_only(r["source"])}
+
+
+def test_unpriced_rows_say_so_without_the_extracts():
+    # Runs in a clone without ../shared: every unpriced row says how it is sold instead, or that
+    # it is an availability-only listing (never a silent blank).
+    for o in bundled_catalog().offers:
+        if not o.priced and o.key not in KNOWN_UNPRICED:
+            assert o.purchase != "on-demand" or build_gcp.is_availability_only(o.source), o.key
 
 
 def test_unpriced_rows_are_marked_not_sold_on_demand():
-    # An availability-only GCP row is allowed only where the committed snapshot extract lists the
-    # type in that region and its source says so: a stray unpriced row still fails.
+    # An availability-only GCP row is allowed only where the snapshot extract lists the type in
+    # that region and no dated price covers it: a stray unpriced row still fails.
     allowed = KNOWN_UNPRICED | _gcp_availability_only()
     for o in bundled_catalog().offers:
         if not o.priced and o.key not in KNOWN_UNPRICED and o.cloud == "gcp":
@@ -121,6 +152,8 @@ def test_unpriced_rows_are_marked_not_sold_on_demand():
     assert all(o.purchase != "on-demand" for o in unpriced), [o.key for o in unpriced]
     still = {o.key for o in bundled_catalog().offers if not o.priced}
     assert KNOWN_UNPRICED <= still, "a known-unpriced row got a price: drop it from KNOWN_UNPRICED"
+    # the B200 A4 has no dated price anywhere: flagged, never silently priced
+    assert ("gcp", "a4-highgpu-8g", "us-central1") in still
 
 
 def test_generator_reproduces_bundled_rows_from_a_snapshot_extract(tmp_path):
@@ -156,33 +189,34 @@ def test_generator_reproduces_bundled_rows_from_a_snapshot_extract(tmp_path):
 def test_gcp_generator_lists_every_snapshot_region_and_keeps_dated_prices():
     """build_gcp reproduces the bundled GCP rows of covered types from the committed extract."""
     facts = _facts()
-    with build_gcp.SNAPSHOT.open(newline="") as fh:
-        avail = build_gcp.availability(csv.DictReader(fh), facts)
+    avail = build_gcp.availability(source_rows(sources.GCP), facts)
     # A3 Mega is sold in europe-west4 (zones b and c) per the snapshot and Google's GPU regions page
     assert avail[("a3-megagpu-8g", "europe-west4")] == ["europe-west4-b", "europe-west4-c"]
     bundled = {o.key: o for o in bundled_catalog().offers}
-    with (DATA / "instances.csv").open(newline="") as fh:
-        existing = list(csv.DictReader(fh))
-    for r in build_gcp.build_rows(avail, facts, existing):
+    for r in _gcp_generated():
         o = bundled[(r["cloud"], r["instance_type"], r["region"])]
         assert o.zones == r["zones"], o.key
-        assert (o.on_demand_usd is None) == (r["on_demand_usd"] == ""), o.key
+        assert o.on_demand_usd == (float(r["on_demand_usd"]) if r["on_demand_usd"] else None), o.key
+        assert o.spot_usd == (float(r["spot_usd"]) if r["spot_usd"] else None), o.key
+        assert o.source == r["source"] and o.price_as_of.isoformat() == r["price_as_of"], o.key
     # a receipted whole-machine price is never replaced by the snapshot's host-only column
     assert bundled[("gcp", "a3-megagpu-8g", "us-central1")].on_demand_usd == 92.21
-    assert not bundled[("gcp", "a3-megagpu-8g", "europe-west4")].priced
+    # a region only the snapshot listed is priced from the dated pricing.yml, not left blank
+    eu = bundled[("gcp", "a3-megagpu-8g", "europe-west4")]
+    assert eu.priced and eu.price_as_of == dt.date(2026, 7, 30)
+    assert eu.source.startswith(build_gcp.PRICES_NAME)
 
 
 def test_azure_generator_reproduces_bundled_rows_and_its_date_is_a_receipt():
     """build_azure rebuilds every bundled Azure row it covers from the committed extract; the
     extract's eastus prices are the dated receipts that give the rows their date."""
     facts = _facts()
-    with build_azure.SNAPSHOT.open(newline="") as fh:
-        snap = list(csv.DictReader(fh))
+    snap = source_rows(sources.AZURE)
     for (it, region), usd in build_azure.RECEIPTS.items():
         assert [float(r["Price"]) for r in snap if (r["InstanceType"], r["Region"]) == (it, region)] == [usd]
     rows, _ = build_azure.generate(snap, facts)
     bundled = {o.key: o for o in bundled_catalog().offers}
-    assert len(rows) == 16
+    assert len(rows) == 38      # 16 of the 4-/8-GPU types, 22 of the 1- and 2-GPU NC sizes
     for r in rows:
         o = bundled[(r["cloud"], r["instance_type"], r["region"])]
         assert o.on_demand_usd == float(r["on_demand_usd"]) and o.price_as_of == build_azure.AS_OF, o.key

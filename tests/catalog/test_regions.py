@@ -4,6 +4,7 @@ a cheaper one for the same job."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -99,7 +100,8 @@ def test_plan_cli_json_field_and_region_filters(tmp_path):
     proc = _cli("plan", H100, "--compare", "--regions", "us-east-2,eu-west-2", "--json")
     assert {r["region"] for r in json.loads(proc.stdout)["compare"]} <= {"us-east-2", "eu-west-2"}
     bad = _cli("plan", H100, "--compare", "--region", "eu-west-9")
-    assert bad.returncode == 2 and "did you mean eu-west-2?" in bad.stderr
+    # eu-west-2 and eu-west-3 (G6) are equally close: either suggestion names a real region
+    assert bad.returncode == 2 and re.search(r"did you mean eu-west-[23]\?", bad.stderr), bad.stderr
     assert _cli("plan", H100, "--region", "us-east-2").returncode == 2   # needs --compare
 
 

@@ -149,3 +149,27 @@ def test_local_dry_run_command_is_the_supervisors(tmp_path):
     shown = agent_command(plan, 0)[1:]
     norm = lambda args: [a.replace("4242", "<port>").replace(str(tmp_path), "<run dir>") for a in args]  # noqa: E731
     assert norm(real) == norm(shown)
+
+
+def test_sdk_deprecation_notices_do_not_bury_our_one_line(monkeypatch):
+    """google.api_core warns per command once its support for the running Python ends (a
+    date it picks: with the clock a year ahead, `gc --cloud gcp` printed 5 warnings before
+    its one error line). Third-party notices are hidden; ours are not; RECLAUNCH_DEBUG shows all."""
+    import warnings
+
+    from reclaunch.cli.exits import quiet_sdk_warnings
+
+    def seen(module: str, debug: bool = False) -> bool:
+        if debug:
+            monkeypatch.setenv("RECLAUNCH_DEBUG", "1")
+        else:
+            monkeypatch.delenv("RECLAUNCH_DEBUG", raising=False)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            quiet_sdk_warnings()
+            warnings.warn_explicit("old python", FutureWarning, "x.py", 1, module=module)
+        return bool(got)
+
+    assert not seen("google.api_core._python_version_support")
+    assert seen("reclaunch.planner.core")
+    assert seen("google.api_core._python_version_support", debug=True)

@@ -223,8 +223,9 @@ def test_model_too_large_exits_1_after_the_plan(env, tmp_path):
 
 
 def test_gpu_with_no_offer_is_a_spec_error(env, tmp_path):
-    spec = _variant(tmp_path, AWS_EXAMPLE, "instance_type: p4d.24xlarge", "gpu: L4")
-    assert_error(run(env, "plan", spec), 2, "gpu: no aws instance offers L4-24GB")
+    # AWS sells L4 now (g6): the H100 NVL is Azure's alone (NC H100 v5)
+    spec = _variant(tmp_path, AWS_EXAMPLE, "instance_type: p4d.24xlarge", "gpu: H100-NVL-94GB")
+    assert_error(run(env, "plan", spec), 2, "gpu: no aws instance offers H100-NVL-94GB")
 
 
 def test_cephfs_without_existing_is_caught_by_validate(env, tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.needs import need_input, need_module
 from reclaunch.errors import PlanError, ReclaunchError
 from reclaunch.fabric import profile_for
 from reclaunch.manifests.preflight import (ALLREDUCE_SCRIPT, NcclLogError, nccl_tests_job,
@@ -204,11 +205,10 @@ def test_job_tcpxo_native_sidecar_and_azure_caps():
 
 
 def test_job_validates_against_crd_schema():
-    crd = Path(__file__).resolve().parents[3] / "shared" / "schemas" / "kubeflow.org_pytorchjobs.yaml"
-    if not crd.is_file():
-        pytest.skip("../shared/schemas is absent: CRD check skipped")
-    jsonschema = pytest.importorskip("jsonschema")
-    yaml = pytest.importorskip("yaml")
+    crd = need_input(Path(__file__).resolve().parents[3] / "shared" / "schemas"
+                     / "kubeflow.org_pytorchjobs.yaml", "the PyTorchJob CRD schema check")
+    jsonschema = need_module("jsonschema", "dev")
+    import yaml
     doc = yaml.safe_load(crd.read_text())
     schema = next(v for v in doc["spec"]["versions"] if v["name"] == "v1")["schema"]["openAPIV3Schema"]
     for inst in ("p5.48xlarge",):
@@ -225,10 +225,9 @@ def test_job_refuses_gloo():
         nccl_tests_job("p", "ml", "i", 2, 1, profile_for("local", None))
 
 
-@pytest.mark.skipif(shutil.which("torchrun", path=os.path.dirname(sys.executable)) is None,
-                    reason="torch is not installed (pip install 'reclaunch[local]')")
 def test_wrapper_script_runs_and_parses(tmp_path):
     """The embedded script for real: 2 CPU ranks with gloo under torchrun, as in the pod."""
+    need_module("torch", "local")
     torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
     env = {**os.environ, "PET_NNODES": "1", "PET_NPROC_PER_NODE": "2",
            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}

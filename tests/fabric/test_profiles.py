@@ -35,7 +35,12 @@ def test_efa_devices_per_instance(instance, devices, name):
 def test_efa_env_follows_vendor():
     p5 = nccl_env(profile_for("aws", "p5.48xlarge"))
     assert p5["FI_EFA_USE_DEVICE_RDMA"] == "1"
-    assert p5["NCCL_TUNER_PLUGIN"] == "libnccl-ofi-tuner.so"
+    # The plugin sets NCCL_TUNER_PLUGIN to its own library (aws-ofi-nccl src/platform-aws.cpp)
+    # and skips that when the variable is already set: never forced.
+    assert "NCCL_TUNER_PLUGIN" not in p5
+    assert p5["NCCL_NET"] == "Libfabric" and p5["FI_EFA_USE_HUGE_PAGE"] == "0"
+    g5 = nccl_env(profile_for("aws", "g5.48xlarge"))
+    assert g5["NCCL_NET"] == "Libfabric" and g5["FI_EFA_USE_HUGE_PAGE"] == "0"
     for obsolete in ("FI_PROVIDER", "NCCL_PROTO", "RDMAV_FORK_SAFE", "FI_EFA_FORK_SAFE",
                      "NCCL_TOPO_FILE"):
         assert obsolete not in p5
@@ -59,7 +64,8 @@ def test_azure_nd_gets_ib_and_ipc_lock(instance, name, topo):
     assert "IPC_LOCK" in req.capabilities
     assert env["NCCL_IB_PCI_RELAXED_ORDERING"] == "1" and env["NCCL_NET_GDR_LEVEL"] == "SYS"
     assert "NCCL_IB_HCA" not in env
-    assert ("NCCL_IGNORE_CPU_AFFINITY" in env) == (name == "azure-ib-v5")
+    assert env["NCCL_IGNORE_CPU_AFFINITY"] == "1"     # azhpc-images ndv4.sh and ndv5.sh
+    assert env["NCCL_NET"] == "IB"                    # no silent fall back to sockets
     # AKS nodes have no /opt/microsoft: the topology ships as a ConfigMap, mounted where
     # NCCL_TOPO_FILE points (Azure/aks-rdma-infiniband mpi-job.yaml).
     assert not any("hostPath" in v for v in req.volumes)
@@ -102,7 +108,9 @@ def test_a3_mega_tcpxo():
     probe = daemon["startupProbe"]
     assert probe["exec"]["command"] == ["cat", env_names["HEALTH_CHECK_LOG_FILE"]]
     assert "_" not in env_names["HEALTH_CHECK_LOG_FILE"]
-    assert (probe["periodSeconds"], probe["failureThreshold"]) == (5, 6)
+    # The vendor's "typically ~30 s" to ready needs margin: at least 4x that before a kill.
+    budget = probe["initialDelaySeconds"] + probe["periodSeconds"] * probe["failureThreshold"]
+    assert probe["periodSeconds"] == 5 and budget >= 120
     assert {"NET_ADMIN", "NET_BIND_SERVICE"} <= set(daemon["securityContext"]["capabilities"]["add"])
     host_paths = {v["hostPath"]["path"] for v in req.volumes if "hostPath" in v}
     assert {"/dev/aperture_devices", "/home/kubernetes/bin/nvidia"} <= host_paths
@@ -137,9 +145,8 @@ def test_tcpxo_env_is_the_installers_profile():
 def test_rxdm_image_comes_from_the_pinned_installer_row():
     from reclaunch.manifests.stackfacts import rxdm_image
 
-    common = pytest.importorskip("stacks.common")
-    if not hasattr(common, "gpudirect_release"):
-        pytest.skip("stacks contract 3 (gpudirect.tcpxo row) not on this branch yet")
+    from stacks import common   # part of the product: a rename fails here, never skips
+
     row = common.gpudirect_release("tcpxo")
     assert rxdm_image(profile_for("gcp", "a3-megagpu-8g")) == row["rxdm_image"]
     assert rxdm_image(profile_for("gcp", "a3-highgpu-8g")) is None

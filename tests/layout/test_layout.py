@@ -11,13 +11,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "reclaunch"
+# Both trees are ours and both are checked: stacks/ (the Pulumi programs and their pure facts)
+# imports the planner's Plan and the fabric profiles, and the manifests read its node pools.
+TOPS = ("reclaunch", "stacks")
 
 # Lowest first. A module may import its own layer and any layer below it, never above.
 # catalog is the bottom: pure dated data the spec rules check against (an instance exists,
-# a region sells it); it imports nothing of ours but errors.
-LAYERS = ["catalog", "spec", "fabric", "planner", "manifests", "ui", "runtime", "providers", "cli"]
+# a region sells it); it imports nothing of ours but errors. stacks sits between the planner
+# (whose Plan it builds from) and the manifests (which read its declared StackFacts).
+LAYERS = ["catalog", "spec", "fabric", "planner", "stacks", "manifests", "ui", "runtime",
+          "providers", "cli"]
 # Leaf utilities every layer may use.
-SHARED = {"reclaunch.errors", "reclaunch.tags", "reclaunch.home", "reclaunch"}
+SHARED = {"reclaunch.errors", "reclaunch.tags", "reclaunch.home", "reclaunch.host", "reclaunch"}
 MAX_LINES = 400
 
 
@@ -27,7 +32,7 @@ def module_name(path: Path) -> str:
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in PKG.rglob("*.py")}
+    return {module_name(p): p for top in TOPS for p in (ROOT / top).rglob("*.py")}
 
 
 def imports(path: Path, mods: dict[str, Path]) -> set[str]:
@@ -51,7 +56,7 @@ def imports_of_source(text: str, me: str, mods: dict[str, Path], is_pkg: bool = 
                 mod = node.module or ""
             names = [mod] + [f"{mod}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and node.value.startswith("reclaunch.") and " " not in node.value:
+                and node.value.startswith(tuple(f"{t}." for t in TOPS)) and " " not in node.value:
             names = [node.value.partition(":")[0]]
         for name in names:
             while name and name not in mods:
@@ -64,6 +69,8 @@ def imports_of_source(text: str, me: str, mods: dict[str, Path], is_pkg: bool = 
 def layer(mod: str) -> int | None:
     if mod in SHARED or mod == "reclaunch.__main__":
         return None
+    if mod.split(".")[0] == "stacks":
+        return LAYERS.index("stacks")
     part = mod.split(".")[1]
     return LAYERS.index(part) if part in LAYERS else None
 
@@ -130,6 +137,18 @@ def test_the_checks_can_fail():
     g = {"reclaunch.spec.rules": found, "reclaunch.cli": {"reclaunch.spec.rules"}}
     assert "reclaunch.spec.rules (spec) imports reclaunch.cli (cli)" in direction_problems(g)
     assert find_cycles(g)
+
+
+def test_a_bad_import_in_stacks_is_seen():
+    # stacks/ is scanned like reclaunch/: a stack module reaching up into the CLI (directly
+    # or through a "module:attr" string) is an import against the direction.
+    mods = modules()
+    assert "stacks.aws.pools" in mods and "stacks.common" in mods
+    text = "from reclaunch.cli import main\nPROGRAM = 'reclaunch.runtime.lifecycle:up'\n"
+    found = imports_of_source(text, "stacks.aws.pools", mods)
+    assert {"reclaunch.cli", "reclaunch.runtime.lifecycle"} <= found
+    g = {"stacks.aws.pools": found}
+    assert "stacks.aws.pools (stacks) imports reclaunch.cli (cli)" in direction_problems(g)
 
 
 def test_modules_are_small():

@@ -171,15 +171,15 @@ def test_watcher_pid_file(tmp_path):
     import subprocess
     import sys
 
-    from reclaunch.providers import kubecloud
-    assert kubecloud.watcher_pid("c1") is None
-    kubecloud.pid_file("c1").write_text("999999999")    # stale
-    assert kubecloud.watcher_pid("c1") is None and not kubecloud.pid_file("c1").exists()
+    from reclaunch.providers import watcher
+    assert watcher.watcher_pid("c1") is None
+    watcher.pid_file("c1").write_text("999999999")    # stale
+    assert watcher.watcher_pid("c1") is None and not watcher.pid_file("c1").exists()
     # The detached entry point on an unknown cluster: a clear error, and the pid file is gone.
-    r = subprocess.run([sys.executable, "-m", "reclaunch.providers.kubecloud", "watch", "c1"],
+    r = subprocess.run([sys.executable, "-m", "reclaunch.providers.watcher", "watch", "c1"],
                        capture_output=True, text=True, env=os.environ.copy(), timeout=60)
     assert r.returncode == 2 and "no cluster named 'c1'" in r.stderr
-    assert not kubecloud.pid_file("c1").exists()
+    assert not watcher.pid_file("c1").exists()
     _ = dataclasses  # keep the import for with_spec users
 
 
@@ -202,3 +202,17 @@ def test_down_says_what_it_destroyed_and_what_the_sweep_found(world, plan):
     assert f"destroyed {n} resource(s) of {plan.name}" in text
     assert (f"verified: nothing tagged for this cluster is left (sweep of reclaunch-cluster="
             f"{plan.name} in aws us-east-1)") in text
+
+
+def test_job_states_are_one_enum():
+    """TorchX-style state enum: every state has its meaning, strings from outside are parsed,
+    unknown text is Unknown (never a new state), and JSON still carries the plain name."""
+    import json
+
+    from reclaunch.runtime.states import JOB_STATES, JobStatus, State
+
+    assert set(JOB_STATES) == set(State)
+    st = JobStatus(name="c", cloud="aws", state="Running")
+    assert st.state is State.RUNNING and st.state == "Running"
+    assert JobStatus(name="c", cloud="aws", state="Exploded").state is State.UNKNOWN
+    assert json.dumps({"state": st.state}) == '{"state": "Running"}'

@@ -16,12 +16,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-HAS_KNOB = any("RECLAUNCH_FAULT" in p.read_text(errors="replace")
-               for p in (REPO / "examples" / "trainer").glob("*.py"))
 
 
-@pytest.mark.skipif(not HAS_KNOB, reason="examples/trainer has no RECLAUNCH_FAULT knob yet "
-                                         "(it comes with the trainer branch)")
 @pytest.mark.timeout(300)
 def test_planted_faults_are_named(home, provider, helpers, capsys):
     from rich.console import Console

@@ -48,6 +48,14 @@ def test_end_to_end_two_nodes_succeed_and_tear_down(home, provider, helpers):
     ranks = {lp.split_rank(line)[0] for line in provider.logs("e2e")}
     assert 0 in ranks                                           # the trainer logs on rank 0 only
     assert all(line.startswith("[rank0]: ") for line in provider.logs("e2e", rank=0))
+    # the run left its measurement record, and the next plan of the spec is priced with it
+    from reclaunch.planner import make_plan
+    from reclaunch.runtime.measurements import load_all, plan_context
+    recs, bad = load_all()
+    assert len(recs) == 1 and not bad and recs[0].run == "e2e" and recs[0].samples_per_s > 0
+    again = make_plan(spec, context=plan_context(spec))
+    assert again.throughput_basis["kind"] == "measured"
+    assert again.throughput_samples_per_second == recs[0].samples_per_s
     print(f"e2e wall {time.monotonic() - t0:.1f}s")
     provider.down("e2e", yes=True)
     assert not (home / "local" / "e2e").exists()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from reclaunch import host
 from reclaunch.errors import UsageError
 from reclaunch.providers.local import ident
 from reclaunch.providers.local import proc as lp
@@ -166,7 +167,7 @@ def test_default_checkpoint_dir_is_never_the_hosts_data(home, helpers):
 
 
 def test_too_many_local_processes_for_this_machine_is_exit_2(provider, helpers):
-    cores = os.cpu_count() or 1
+    cores = host.cpu_count()
     n = 4 * cores + 1
     spec = helpers.make_spec("crowd", nodes=n, min_nodes=1, max_nodes=n)
     with pytest.raises(UsageError, match=rf"{n} training processes on {cores} CPU") as exc:

@@ -16,7 +16,8 @@ def test_allreduce_formula_hand_computed():
     assert allreduce_seconds(1e9, 8, 100.0) == pytest.approx(0.0175)
     assert allreduce_seconds(1e9, 1, 100.0) == 0.0
     h = hierarchical_allreduce_seconds(1e9, 8, 4, 200.0, 50.0)
-    assert h == pytest.approx(1.75e9 / 200e9 + 1.5e9 / 50e9)
+    # + one collective latency: 20 us base + 10 us per node doubling (log2 4 = 2) = 40 us
+    assert h == pytest.approx(1.75e9 / 200e9 + 1.5e9 / 50e9 + 40e-6)
 
 
 def test_dim_penalties():
@@ -28,14 +29,17 @@ def test_cost_arithmetic_on_demand():
     spec = make_spec(nodes=2, storage={"kind": "fsx-lustre", "size": "1TiB"})
     p = make_plan(spec, cat)
     o = p.offer
-    h = p.duration_hours
+    h = p.duration_hours            # training + the startup timeline (control plane, boot, pull)
+    up_h, billed_h = p.startup.seconds / 3600, p.startup.billed_seconds / 3600
+    assert 0 < billed_h < up_h
     assert p.cost.on_demand_usd_per_hour == pytest.approx(o.on_demand_usd * 2)
     assert p.cost.control_plane_usd == pytest.approx(0.10 * h)
     # 1 TiB of FSx for Lustre is created (and billed) as 1.2 TiB: its smallest size.
     assert p.cost.storage_usd == pytest.approx(1200 * 0.145 * h / 730)
+    # the instances bill training plus the billed part of the startup only
     assert p.cost.on_demand_total_usd == pytest.approx(
-        o.on_demand_usd * 2 * h + p.cost.control_plane_usd + p.cost.storage_usd)
-    assert p.duration_hours == pytest.approx(1e9 / p.throughput_samples_per_second / 3600)
+        o.on_demand_usd * 2 * (h - up_h + billed_h) + p.cost.control_plane_usd + p.cost.storage_usd)
+    assert p.duration_hours == pytest.approx(1e9 / p.throughput_samples_per_second / 3600 + up_h)
 
 
 def test_spot_adds_reclaims_and_p50_le_p90():
@@ -45,12 +49,18 @@ def test_spot_adds_reclaims_and_p50_le_p90():
                      job={"dataset": {"samples": 2e12}, "checkpoint": {"every_minutes": 20}})
     p = make_plan(spec, cat)
     c = p.cost
-    base = c.spot_usd_per_hour * p.duration_hours + c.control_plane_usd + c.storage_usd
+    billed_h = p.duration_hours - (p.startup.seconds - p.startup.billed_seconds) / 3600
+    base = c.spot_usd_per_hour * billed_h + c.control_plane_usd + c.storage_usd
     assert c.expected_reclaims > 1
     assert c.spot_total_usd > base
     assert base <= c.spot_p50_usd <= c.spot_p90_usd
     loss_h = (10 + 20 / 2) / 60
-    lam = 0.05 * 4 * p.duration_hours
+    # One distribution (issue 26): reclaims over the expected wall-clock time of the training
+    # (the startup before the first step is paid once, issue 21).
+    train_h = p.duration_hours - p.startup.seconds / 3600
+    lam = 0.05 * 4 * train_h / (1 - 0.05 * 4 * loss_h)
+    assert c.expected_reclaims == pytest.approx(lam)
+    assert c.spot_total_usd == pytest.approx(base + lam * loss_h * c.spot_usd_per_hour, rel=0.01)
     assert c.spot_p90_usd == pytest.approx(
         base + poisson_quantile(lam, 0.9) * loss_h * c.spot_usd_per_hour, rel=0.01)
     assert p.constants["reclaim_rate_source"] == "spec.spot.reclaim_rate_per_node_hour"
@@ -87,8 +97,8 @@ def test_unpriced_row_is_not_called_a_stale_price():
     listing, not a price: the plan says "no price", never "prices are N days old"."""
     cat = bundled_catalog()
     p = make_plan(make_spec(cloud="gcp", region="europe-west4", zones=["europe-west4-b"],
-                            instance_type="a3-megagpu-8g", gpus_per_node=8,
-                            interconnect={"inter_node": "tcpxo"}, storage={"kind": "filestore", "size": "1TiB"}), cat)
+                            instance_type="a4-highgpu-8g", gpus_per_node=8,   # B200: no dated price
+                            interconnect={"inter_node": "rdma"}, storage={"kind": "filestore", "size": "1TiB"}), cat)
     assert p.cost.on_demand_total_usd is None and not p.cost.stale and p.cost.price_as_of is None
     assert any("no on-demand price" in w for w in p.warnings)
     assert not any("days old" in w for w in p.warnings)
@@ -121,7 +131,9 @@ def test_local_plan():
     p = make_plan(spec, bundled_catalog())
     assert p.fabric == "local-gloo" and p.nccl_env == {} and p.gpu is None
     assert p.cost.on_demand_total_usd == 0 and p.throughput_samples_per_second > 0
-    assert "rough CPU constant" in p.constants["note"]
+    # no calibration passed in: the plan says its figure is not this host's, and how to fix it
+    assert "uncalibrated" in p.constants["note"] and "reclaunch calibrate" in p.constants["note"]
+    assert p.throughput_basis["kind"] == "model"
 
 
 def test_scaling_is_poor_at_64_to_128_gpus():
@@ -140,4 +152,18 @@ def test_scaling_is_poor_at_64_to_128_gpus():
             p = make_plan(s, cat, offer=o, nodes=nodes)
             eff = p.throughput_samples_per_second / (nodes * 8 * one.throughput_samples_per_second)
             print(f"{itype} {nodes * 8} GPUs: efficiency {eff:.2f}")
-            assert (0.30 if nodes == 8 else 0.20) <= eff <= 0.56, (itype, nodes, eff)
+            # Sub-linear, not collapsed; the measured multi-node figures (MLPerf DLRM-DCNv2 on
+            # 64 and 128 H100s) are calibration rows (tests/planner/test_calibration.py).
+            assert (0.30 if nodes == 8 else 0.20) <= eff <= 0.9, (itype, nodes, eff)
+
+
+@pytest.mark.parametrize("rate,restart,every", [(0.5, 30, 60), (1.0, 60, 120), (0.9, 240, 10000)])
+def test_spot_band_and_mean_come_from_one_distribution(rate, restart, every):
+    # Issue 26: at a high reclaim rate the mean was $12,802 with a P90 of $8,625.
+    spec = make_spec(nodes=8, spot={"enabled": True, "reclaim_rate_per_node_hour": rate,
+                                    "restart_minutes": restart},
+                     job={"dataset": {"samples": 2e11}, "checkpoint": {"every_minutes": every}})
+    c = make_plan(spec, bundled_catalog()).cost
+    assert c.spot_p50_usd <= c.spot_p90_usd
+    assert c.spot_p50_usd <= c.spot_total_usd * 1.02 <= c.spot_p90_usd * 1.05, (
+        c.spot_p50_usd, c.spot_total_usd, c.spot_p90_usd)

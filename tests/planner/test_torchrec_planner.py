@@ -14,10 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.needs import need_module
 import yaml
 
-torch = pytest.importorskip("torch", reason="torch not installed: TorchRec planner check skipped")
-pytest.importorskip("torchrec", reason="torchrec not installed: TorchRec planner check skipped")
+torch = need_module("torch", "local")
+need_module("torchrec", "local")
 
 from reclaunch.catalog import bundled_catalog  # noqa: E402
 from reclaunch.planner import make_plan  # noqa: E402

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
+from reclaunch import host
 from reclaunch.catalog import bundled_catalog, load_catalog
 from reclaunch.providers import price_fetchers
-from reclaunch.ui.refresh import render_report
-from reclaunch.catalog.refresh import (Fetch, Quote, refresh,
-                                       render_text)
+from reclaunch.ui.refresh import render_report, render_text
+from reclaunch.catalog.refresh import Fetch, Quote, refresh
 from reclaunch.errors import ProviderError, UsageError
 from reclaunch.providers.azure import pricing as az
 from reclaunch.providers.gcp import pricing as gcp
@@ -132,7 +132,7 @@ def test_render_report_with_rich(home):
 def test_end_to_end_azure_and_gcp_recorded_then_load_catalog(recorded, home, monkeypatch):
     monkeypatch.setenv("RECLAUNCH_AZURE_PRICES_URL", recorded.base + "/api/retail/prices")
     monkeypatch.setenv("RECLAUNCH_GCP_BILLING_URL", recorded.base)
-    rep = refresh(None, clouds=["azure", "gcp"], dry_run=False, today=dt.date.today(),
+    rep = refresh(None, clouds=["azure", "gcp"], dry_run=False, today=host.today(),
                   fetchers={"azure": lambda r: az.fetch_prices(r, sleep=lambda s: None),
                             "gcp": lambda r: gcp.fetch_prices(r, retry=gcp.default_retry(0.01, 5))})
     # The recording answers for a few rows only: every other Azure/GCP row of the (now every
@@ -144,7 +144,7 @@ def test_end_to_end_azure_and_gcp_recorded_then_load_catalog(recorded, home, mon
     cat = {o.key: o for o in load_catalog().offers}
     h100 = cat[("azure", "Standard_ND96isr_H100_v5", "northcentralus")]
     assert (h100.on_demand_usd, h100.spot_usd, h100.origin) == (98.32, 29.5, "overlay")
-    assert h100.price_as_of == dt.date.today() and not h100.is_stale()
+    assert h100.price_as_of == host.today() and not h100.is_stale()
     assert cat[A3].on_demand_usd == pytest.approx(88.49, abs=0.01)
     assert cat[A3].spot_usd == pytest.approx(50.61, abs=0.01)
     assert load_catalog().version.endswith("+overlay")

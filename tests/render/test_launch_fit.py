@@ -1,7 +1,8 @@
 """Issue 12: every pod we render passes the API server's own rules and lands on a node pool.
 
-The schedulability half needs the stacks' contract 3 (stacks.<cloud>.node_pools, add-on facts
-in k8s/addons.yaml); those tests skip with the reason when the stacks package predates it.
+The schedulability half reads the stacks' declared facts (stacks.StackFacts: node_pools,
+job_placement; stacks.common.addon_facts from k8s/addons.yaml). They are part of the product:
+a renamed or missing one fails these tests, it never turns them into skips.
 """
 
 from __future__ import annotations
@@ -91,8 +92,6 @@ def all_objects(plan):
 def stack_contract(plan):
     pkg = importlib.import_module(f"stacks.{plan.cloud}")
     common = importlib.import_module("stacks.common")
-    if not hasattr(pkg, "node_pools") or not hasattr(common, "addon_facts"):
-        pytest.skip("stacks contract 3 (node_pools, addon_facts) not on this branch yet")
     return pkg.node_pools(plan), common.addon_facts(plan)
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.needs import need_module
 
 from reclaunch.manifests.rdzv import PORT, STORE_SCRIPT
 
@@ -30,7 +31,7 @@ def _free_port() -> int:
 
 
 def test_two_agents_rendezvous_on_the_store_pod_script(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    need_module("torch", "local")
     port = _free_port()
     store = subprocess.Popen([sys.executable, "-c", STORE_SCRIPT.replace(str(PORT), str(port))],
                              stdout=subprocess.PIPE, text=True)

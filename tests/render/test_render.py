@@ -13,6 +13,7 @@ from reclaunch.planner import make_plan
 from reclaunch.manifests.job import render, to_yaml
 from reclaunch.spec import parse_spec
 from tests.conftest import EXAMPLES, ROOT
+from tests.needs import need_input
 from tests.render.k8s_checks import CRD_PATH, validate_all, validate_pytorchjob
 
 GOLDEN = ROOT / "tests" / "golden"
@@ -67,14 +68,12 @@ def test_golden(stem: str) -> None:
 
 @pytest.mark.parametrize("stem", CLOUD_EXAMPLES)
 def test_every_object_validates(stem: str) -> None:
-    if not CRD_PATH.is_file():
-        pytest.skip(f"{CRD_PATH} is absent (../shared not laid beside the checkout): CRD check skipped")
+    need_input(CRD_PATH, "the PyTorchJob CRD schema check")
     validate_all(render(plan_for(stem)))
 
 
 def test_strict_walk_catches_unknown_fields() -> None:
-    if not CRD_PATH.is_file():
-        pytest.skip(f"{CRD_PATH} is absent: CRD check skipped")
+    need_input(CRD_PATH, "the PyTorchJob CRD schema check")
     job = job_of(render(plan_for("aws-deepfm-p4d")))
     job["spec"]["runPolicy"]["cleanupPolicy"] = "All"
     with pytest.raises(AssertionError, match="cleanupPolicy"):

@@ -35,7 +35,7 @@ def one(text: str, fragment: str) -> str:
 
 
 def test_region_that_sells_no_matching_gpu_names_the_regions_that_do() -> None:
-    text = sub("instance_type: p4d.24xlarge", "gpu: H100").replace("region: us-east-1", "region: eu-central-1")
+    text = sub("instance_type: p4d.24xlarge", "gpu: H100-80GB").replace("region: us-east-1", "region: eu-central-1")
     text = text.replace("zones: [us-east-1a]", "zones: []")
     line = one(text, "region: eu-central-1 sells no instance with 8 x H100-80GB")
     assert line.startswith("c.yaml:5: ") and "regions that do:" in line and "us-east-1" in line
@@ -108,7 +108,7 @@ def test_plan_region_error_exits_2_not_1(tmp_path) -> None:
 
 def test_plan_cli_exits_2_on_a_region_without_the_gpu(tmp_path) -> None:
     f = tmp_path / "c.yaml"
-    f.write_text(sub("instance_type: p4d.24xlarge", "gpu: H100").replace("region: us-east-1", "region: eu-central-1")
+    f.write_text(sub("instance_type: p4d.24xlarge", "gpu: H100-80GB").replace("region: us-east-1", "region: eu-central-1")
                  .replace("zones: [us-east-1a]", "zones: []"))
     out = subprocess.run([sys.executable, "-m", "reclaunch", "plan", str(f)], capture_output=True,
                          text=True, timeout=120)

@@ -88,7 +88,9 @@ def test_azure_nd_pools_ib_and_spot(previews):
     assert spot["scaleSetPriority"] == "Spot" and spot["spotMaxPrice"] == 20
     assert od["scaleSetPriority"] == "Regular" and (od["minCount"], od["count"]) == (0, 0)
     assert (spot["minCount"], spot["maxCount"]) == (plan.min_nodes, plan.max_nodes)
-    assert spot["proximityPlacementGroupID"] == od["proximityPlacementGroupID"]
+    # No PPG (issue 24: LinkedAuthorizationFailed); the scale set is the IB fabric.
+    assert "proximityPlacementGroupID" not in spot and "proximityPlacementGroupID" not in od
+    assert not _of_type(res, "azure-native:compute:ProximityPlacementGroup")
     assert "nvidia.com/gpu=present:NoSchedule" in spot["nodeTaints"]
     charts = {r["inputs"]["chart"] for r in _of_type(res, "kubernetes:helm.sh/v3:Release")}
     assert "network-operator" in charts          # InfiniBand HCAs to pods

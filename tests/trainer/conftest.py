@@ -3,9 +3,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.needs import need_module
 
-pytest.importorskip("torch")
-pytest.importorskip("numpy")
+need_module("torch", "local")
+need_module("numpy", "local")
 
 for _p in (Path(__file__).resolve().parents[2] / "examples" / "trainer", Path(__file__).resolve().parent):
     if str(_p) not in sys.path:

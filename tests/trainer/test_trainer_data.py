@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from tests.needs import optional_module
 
 import data
 from data import BatchStream, ShardReader, SyntheticCriteo, make_source
@@ -90,8 +91,8 @@ def test_make_source_falls_back_to_synthetic_and_files_requires_shards(tmp_path)
 
 @pytest.mark.timeout(30)
 def test_parquet_reader(tmp_path):
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
+    pa = optional_module("pyarrow", "no extra installs it (the Parquet reader is optional)")
+    pq = optional_module("pyarrow.parquet", "no extra installs it")
     n = 9
     cols = {"label": np.arange(n) % 2}
     cols.update({f"I{i}": np.full(n, float(i)) for i in range(1, 14)})

@@ -10,11 +10,12 @@ import re
 import subprocess
 
 import pytest
+from tests.needs import need_module
 
 import sharding
 from trainer_helpers import clean_env, run_single, torchrun_cmd
 
-pytest.importorskip("torchrec")
+need_module("torchrec", "local")
 
 SPEC = """\
 name: din-tiny

@@ -4,8 +4,9 @@ import math
 import signal
 
 import pytest
+from tests.needs import need_module
 
-pytest.importorskip("torchrec")
+need_module("torchrec", "local")
 
 import metrics  # noqa: E402
 import train  # noqa: E402

@@ -80,6 +80,7 @@ CLOUD = CloudSpec(name="aws", program="stacks.aws.program:program",
                   prices="reclaunch.providers.aws.pricing:fetch_prices", pip_extra="aws",
                   credentials=credentials,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
+                  kube_versions="reclaunch.providers.aws.versions:offered",
                   stack_config=stack_config, diagnose=scaling_failures)
 
 

@@ -41,15 +41,13 @@ def parse_price_list(price_list: list[str]) -> list[float]:
 
 
 def on_demand_price(pricing: Any, instance_type: str, region: str) -> float | None:
+    from reclaunch.providers.aws.pages import pages   # a repeated NextToken ends, loudly
+
     prices: list[float] = []
     kwargs = {"ServiceCode": "AmazonEC2", "Filters": _filters(instance_type, region)}
-    while True:
-        page = pricing.get_products(**kwargs)
+    for page in pages(pricing.get_products, kwargs, what=f"pricing {instance_type} {region}",
+                      max_pages=100):
         prices += parse_price_list(page.get("PriceList", []))
-        token = page.get("NextToken")
-        if not token:
-            break
-        kwargs["NextToken"] = token
     # With all six filters there is one SKU; if AWS ever returns more, the highest is the
     # shared-tenancy list price (the others are discounted variants such as reservations).
     return max(prices) if prices else None
@@ -106,6 +104,9 @@ def fetch_prices(rows: list[Offer], *, pricing_client: Any = None,
     now = now or _dt.datetime.now(_dt.timezone.utc)
     fatal = (BotoCoreError, ClientError)
     result = Fetch()
+    if pricing_client is None:   # AWS_ENDPOINT_URL=not-a-url: one line, not a ValueError
+        from reclaunch.providers.aws.pages import check_endpoint_env
+        check_endpoint_env()
     # A fresh session per refresh: credentials are resolved now, not cached from earlier calls.
     session = boto3.session.Session()
     try:

@@ -34,6 +34,8 @@ class AwsSweeper:
         self.region = region
         self._catalog = catalog
         boto3 = require("boto3", "aws")
+        from reclaunch.providers.aws.pages import check_endpoint_env
+        check_endpoint_env()   # one clear line, not botocore's ValueError at the first call
         self._session = session or boto3.session.Session(region_name=region)
         self._clients: dict[str, Any] = {}
         self.progress: Callable[[str], None] | None = None   # set by runtime.sweep
@@ -89,16 +91,11 @@ class AwsSweeper:
             raise err from None
 
     def _pages(self, service: str, op: str, key: str, **kw) -> list[dict]:
-        out: list[dict] = []
-        token_in, token_out = ("nextToken", "nextToken") if service == "eks" else \
-            ("NextToken", "NextToken")
-        while True:
-            resp = self._call(service, op, **kw)
-            out += resp.get(key, [])
-            token = resp.get(token_out)
-            if not token:
-                return out
-            kw[token_in] = token
+        from reclaunch.providers.aws.pages import pages   # a repeated token ends, loudly
+        tok = "nextToken" if service == "eks" else "NextToken"
+        return [item for resp in pages(lambda **k: self._call(service, op, **k), kw, token_in=tok,
+                                       token_out=tok, what=f"{service}.{op}")
+                for item in resp.get(key, [])]
 
     def _tag_filters(self, cluster: str | None) -> list[dict]:
         f = [{"Name": f"tag:{MANAGED_TAG}", "Values": ["true"]}]

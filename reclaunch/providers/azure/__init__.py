@@ -70,6 +70,7 @@ CLOUD = CloudSpec(name="azure", program="stacks.azure.program:program",
                   prices="reclaunch.providers.azure.pricing:fetch_prices", pip_extra="azure",
                   credentials=credentials,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
+                  kube_versions="reclaunch.providers.azure.versions:offered",
                   stack_config=stack_config)
 
 

@@ -51,6 +51,7 @@ CLOUD = CloudSpec(name="gcp", program="stacks.gcp.program:program",
                   prices="reclaunch.providers.gcp.pricing:fetch_prices", pip_extra="gcp",
                   credentials=credentials,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
+                  kube_versions="reclaunch.providers.gcp.versions:offered",
                   stack_config=stack_config)
 
 

@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from reclaunch import host
 from reclaunch.errors import MissingExtraError, ProviderError, UsageError
 from reclaunch.providers import JobStatus
 from reclaunch.providers.local import proc as lp
@@ -55,7 +56,7 @@ class LocalProvider:
         if not Path("/proc/self/environ").exists():
             raise ProviderError("cloud: local needs Linux (/proc) to track its processes")
         if plan is not None:   # each simulated GPU is a training process on these cores
-            procs, cores = plan.max_nodes * plan.gpus_per_node, os.cpu_count() or 1
+            procs, cores = plan.max_nodes * plan.gpus_per_node, host.cpu_count()
             if procs > PROCS_PER_CORE * cores:
                 raise UsageError(f"{plan.spec.where('nodes')}: nodes: cloud: local would run "
                                  f"{procs} training processes on {cores} CPU core(s); at most "
@@ -106,6 +107,9 @@ class LocalProvider:
         from reclaunch.providers.local import rerun
         if (done := rerun.finished_before(root, old, fresh=bool(opts.get("fresh")))) is not None:
             return done   # a second `up` after success: say so instead of training 0 steps
+        from reclaunch.manifests.secrets import secret_refs
+        from reclaunch.providers.local.secrets import resolve
+        secrets = resolve(secret_refs(plan))   # {secret, key}: a 0600 file or $NAME; before any change
         for stale in ("state.json", "result.json", "supervisor.log"):
             (root / stale).unlink(missing_ok=True)
         shutil.rmtree(root / "nodes", ignore_errors=True)
@@ -114,7 +118,7 @@ class LocalProvider:
         try:
             root.mkdir(parents=True, exist_ok=True)
             root.chmod(0o700)
-            env = job_env(plan, local_root=root)
+            env = {**job_env(plan, local_root=root), **secrets}
             env["CHECKPOINT_DIR"] = _checkpoint_dir(spec, root, env["CHECKPOINT_DIR"])
             if spec.storage.kind == "hostpath":
                 (root / "data").mkdir(exist_ok=True)
@@ -124,7 +128,7 @@ class LocalProvider:
         env.setdefault("RECLAUNCH_RESULT", str(root / "result.json"))
         env.setdefault("PYTHONUNBUFFERED", "1")
         if "OMP_NUM_THREADS" not in os.environ:  # N simulated nodes share these cores
-            env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // plan.world_size)))
+            env.setdefault("OMP_NUM_THREADS", str(max(1, host.cpu_count() // plan.world_size)))
         if Path("/sys/class/net/lo").exists() and "GLOO_SOCKET_IFNAME" not in os.environ:
             env.setdefault("GLOO_SOCKET_IFNAME", "lo")
         cwd = Path(opts.get("cwd") or _repo_root(opts.get("spec_path") or getattr(spec, "_source", None)))
@@ -139,6 +143,8 @@ class LocalProvider:
             "join_timeout": int(opts.get("join_timeout", 300)),
             "last_call_timeout": int(opts.get("last_call_timeout", 10)),
             "spot": plan.spot, "created_at": time.time(),
+            # what the run's measurement record is filed under (runtime/measurements.py)
+            "measurement_key": _measurement_key(plan),
         }
         lp.write_json(root / "launch.json", launch)
         _journal(plan, opts.get("spec_path"))
@@ -156,7 +162,7 @@ class LocalProvider:
             if state and state.get("state") != "Created" or state and state.get("state") in lp.TERMINAL:
                 break
             if proc.poll() is not None:
-                tail = (root / "supervisor.log").read_text(errors="replace").strip().splitlines()[-5:]
+                tail = [str(ln) for _, ln in lp.Tail([root / "supervisor.log"], tail_bytes=8192).read()][-5:]
                 raise ProviderError(f"local supervisor exited ({proc.returncode}): " + " | ".join(tail))
             if time.monotonic() > deadline:
                 raise ProviderError("local supervisor did not start within 120 s",
@@ -171,41 +177,11 @@ class LocalProvider:
         return follow(self, spec.name, console=opts.get("console"), timeout=opts.get("timeout"))
 
     def status(self, name: str) -> JobStatus:
-        root = lp.cluster_dir(name)
-        path = root / "state.json"
-        state = lp.read_json(path)
-        if state is None and not path.exists():
-            raise UsageError(f"no local cluster named {name!r}" + _known_hint())
-        why = "not a JSON object" if state is None else lp.state_problem(state)
-        if why:   # one damaged file: this cluster says so, `status` of the others goes on
-            return JobStatus(name=name, cloud="local", state="Unknown",
-                             message=f"unreadable state ({path}): {why}",
-                             details={"root": str(root), "unreadable": str(path)})
-        job_state = state["state"]
-        alive = lp.supervisor_alive(state)
-        if job_state not in lp.TERMINAL and not alive:
-            job_state, state["message"] = "Failed", "the local supervisor died; see supervisor.log"
-        failure = state.get("failure") or {}
-        message = state.get("message", "")
-        if job_state == "Failed" and failure.get("last_lines"):
-            message += "\n" + "\n".join(f"  {ln}" for ln in failure["last_lines"])
-        spot = (lp.read_json(root / "launch.json") or {}).get("spot", False)
-        nodes, pods = [], []
-        for n in state.get("nodes", []):
-            nodes.append({"name": f"{name}-node-{n['index']}", "capacity_type": "spot" if spot else "on-demand",
-                          "ready": n["state"] == "running" and alive})
-            pods.append({"name": f"{name}-node-{n['index']}", "rank": n["index"], "phase": n["state"].capitalize(),
-                         "restarts": n.get("incarnation", 0), "pid": n.get("pid"),
-                         "exit_code": n.get("exit_code")})
-        started = state.get("started_at")
-        end = state.get("finished_at") or time.time()
-        return JobStatus(
-            name=name, cloud="local", state=job_state, message=message.strip(), nodes=nodes, pods=pods,
-            started_at=started, elapsed_seconds=(end - started) if started else None, spend_usd=0.0,
-            details={"root": str(root), "port": state.get("port"), "progress": state.get("progress", {}),
-                     "failure": failure, "preemptions": state.get("preemptions", []),
-                     "supervisor_alive": alive, "torn_down": state.get("torn_down", False),
-                     "result": lp.read_json(root / "result.json")})
+        from reclaunch.providers.local import view
+        st = view.status(name)
+        if st is None:
+            raise UsageError(f"no local cluster named {name!r}" + _known_hint(name))
+        return st
 
     def list(self) -> list[JobStatus]:
         """Every local cluster under $RECLAUNCH_HOME (for `reclaunch status` with no NAME)."""
@@ -213,23 +189,28 @@ class LocalProvider:
         names = sorted(p.name for p in base.iterdir() if (p / "state.json").exists()) if base.is_dir() else []
         return [self.status(n) for n in names]
 
+    def recent_logs(self, name: str, rank: int | None = None,
+                    max_bytes: int = 2**20) -> Iterator[str]:
+        """The newest `max_bytes` of each node's log (what `status` measures from): cheap and
+        bounded however long the run or its lines."""
+        return self.logs(name, rank=rank, tail_bytes=max_bytes)
+
     def logs(self, name: str, rank: int | None = None, follow: bool = False,
-             poll: float = 0.5) -> Iterator[str]:
+             poll: float = 0.5, tail_bytes: int | None = None) -> Iterator[str]:
         """Lines of every node's log, worker lines as `[rankR]: ...`, agent lines as `[node-K] ...`.
         With rank, only that rank's lines. With follow, keeps going until the supervisor is gone."""
         root = self._root(name)
         if rank is not None:  # a rank that can never exist would print nothing, forever with -f
-            launch = lp.read_json(root / "launch.json") or {}
-            world = (int(launch.get("max_nodes") or launch.get("nodes") or 1)
-                     * int(launch.get("nproc") or 1))
+            from reclaunch.providers.local.view import launch_world
+            world = launch_world(root)
             if not 0 <= rank < world:
                 raise UsageError(f"{name}: no rank {rank} (ranks 0..{world - 1})")
         paths = sorted((root / "nodes").glob("node-*.log"))
-        tail = lp.Tail(paths)
+        tail = lp.Tail(paths, tail_bytes=tail_bytes)
         while True:
             for path in sorted((root / "nodes").glob("node-*.log")):
                 tail.add(path)
-            for path, line in tail.read():
+            for path, line in tail.drain():   # bounded reads: a big file comes in parts
                 r, _ = lp.split_rank(line)
                 if rank is not None and r != rank:
                     continue
@@ -238,7 +219,7 @@ class LocalProvider:
                 return
             state = lp.read_json(root / "state.json") or {}
             if not lp.supervisor_alive(state):
-                for path, line in tail.read():
+                for path, line in tail.drain():
                     r, _ = lp.split_rank(line)
                     if rank is None or r == rank:
                         yield line if r is not None else f"[{path.stem}] {line}"
@@ -297,8 +278,10 @@ class LocalProvider:
         return None
 
     def names(self) -> list[str]:
-        base = lp.home()
-        return sorted(p.name for p in base.iterdir() if self.holds(p.name))
+        import re
+        base = lp.home()   # only names a cluster can have: a stray "../x" or "[/b]" dir is none
+        return sorted(p.name for p in base.iterdir()
+                      if re.fullmatch(r"[a-z0-9-]{1,40}", p.name) and self.holds(p.name))
 
     def interrupted_hint(self, name: str, path: str) -> str:
         return (f"a local cluster runs on without `up`: `reclaunch status {name}` shows it, "
@@ -309,7 +292,7 @@ class LocalProvider:
     def _root(self, name: str) -> Path:
         root = lp.cluster_dir(name)
         if not (root / "state.json").exists() and not (root / "launch.json").exists():
-            raise UsageError(f"no local cluster named {name!r}" + _known_hint())
+            raise UsageError(f"no local cluster named {name!r}" + _known_hint(name))
         return root
 
 
@@ -325,6 +308,17 @@ def _journal(plan: "Plan", spec_path: str | None) -> None:
         teardown_when=spec.teardown.when,
         spec_path=str(Path(spec_path).resolve()) if spec_path else None,
         spec_text=_spec_text(spec)))
+
+
+def _measurement_key(plan: "Plan") -> dict[str, Any] | None:
+    try:
+        from reclaunch.planner.measured import key_for, sharding_of
+        from reclaunch.runtime.calibrate import host_id
+
+        return key_for(plan.spec, cloud=plan.cloud, instance=None, gpus_per_node=plan.gpus_per_node,
+                       nodes=plan.nodes, sharding=sharding_of(plan.sharding), host_id=host_id())
+    except Exception:  # pragma: no cover - a run without a key records nothing, and runs
+        return None
 
 
 def _spec_text(spec) -> str | None:
@@ -349,9 +343,10 @@ def _checkpoint_dir(spec: Any, root: Path, ckpt: str) -> str:
     return str(root / os.path.relpath(path, mount))
 
 
-def _known_hint() -> str:
+def _known_hint(name: str = "") -> str:
     base = lp.home()
-    names = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+    names = sorted(p.name for p in base.iterdir() if p.is_dir() and p.name != name
+                   and LocalProvider().holds(p.name)) if base.is_dir() else []
     return f"; known: {', '.join(names)}" if names else " (none exist under " + str(base) + ")"
 
 

@@ -9,10 +9,12 @@ puts each worker in its own session, so process groups alone cannot reach them.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
 import socket
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -35,20 +37,38 @@ def cluster_dir(name: str) -> Path:
     return home() / name
 
 
+MAX_STATE = 16 * 2**20   # state.json, launch.json, result.json: far smaller when ours
+
+
 def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON object from `path`; None when it is missing or is anything else (`[]`, binary,
-    a torn file): one damaged file must never raise into `status` or `down`."""
+    a torn file, a FIFO, a link to /dev/zero, 10**400): one damaged file must never raise
+    into `status` or `down`, nor hang or fill memory (read bounded, non-blocking)."""
+    return read_json_why(path)[0]
+
+
+def read_json_why(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(object, None), or (None, why it is not one); (None, None) when the file is missing."""
+    from reclaunch.home import DamagedState, read_state_file
+
     try:
-        obj = json.loads(Path(path).read_text())
-    except (OSError, ValueError):   # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        return None
-    return obj if isinstance(obj, dict) else None
+        data = read_state_file(Path(path), MAX_STATE)
+    except DamagedState as exc:
+        return None, exc.message.replace(f"{path} is damaged: ", "")
+    if data is None:
+        return None, None
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):   # UnicodeDecodeError, JSONDecodeError, 10**5000
+        return None, "not valid JSON"
+    return (obj, None) if isinstance(obj, dict) else (None, "not a JSON object")
 
 
 def state_problem(state: dict[str, Any]) -> str | None:
     """Why a state.json written by the supervisor cannot be what it wrote (wrong types)."""
-    def num(v, none_ok=True):
-        return (v is None and none_ok) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+    def num(v, none_ok=True):   # finite and in a sane range: 1e308 is no unix time or pid
+        return (v is None and none_ok) or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                           and math.isfinite(v) and 0 <= v < 1e11)
     if not isinstance(state.get("state"), str):
         return "state is not text"
     if not isinstance(state.get("nodes", []), list) or not all(
@@ -194,13 +214,19 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
 
 # ---------------------------------------------------------------- trainer log lines
 
-_RANK = re.compile(r"^\[rank(\d+)\]: ?(.*)$")
-_STEP = re.compile(r"\bstep=(\d+) loss=(\S+) samples_per_s=([\d.]+)")
-_DONE = re.compile(r"\bdone steps=(\d+) final_loss=(\S+) samples_per_s=([\d.]+)")
-_INFO_STEPS = re.compile(r"^info model=.*\bstart_step=(\d+) steps=(\d+)")
-_RESUMED = re.compile(r"^info resumed_from_step=(\d+)")
-_CKPT = re.compile(r"^info checkpoint step=(\d+)")
-_SIGTERM = re.compile(r"^info sigterm step=(\d+)")
+_RANK = re.compile(r"^\[rank(\d{1,7})\]: ?(.*)$", re.S)
+# Bounded digit runs: a progress line is short; 400 digits of "step" is not a step.
+_STEP = re.compile(r"\bstep=(\d{1,15})(?!\d) loss=(\S{1,64}) samples_per_s=(\S{1,64})(?!\S)")
+_DONE = re.compile(r"\bdone steps=(\d{1,15})(?!\d) final_loss=(\S{1,64}) samples_per_s=(\S{1,64})(?!\S)")
+_INFO_STEPS = re.compile(r"^info model=.*\bstart_step=(\d{1,15})(?!\d) steps=(\d{1,15})(?!\d)")
+_RESUMED = re.compile(r"^info resumed_from_step=(\d{1,15})(?!\d)")
+_CKPT = re.compile(r"^info checkpoint step=(\d{1,15})(?!\d)")
+_SIGTERM = re.compile(r"^info sigterm step=(\d{1,15})(?!\d)")
+
+MAX_LINE = 64 * 1024        # longer log lines are cut (a job writing without newlines)
+MAX_PARSED = 4096           # longer ones are never a trainer progress line
+MAX_READ = 4 * 1024 * 1024  # bytes one Tail.read takes from one file: memory stays bounded
+MAX_RATE = 1e12             # samples/s beyond this is garbage, not a measurement
 
 
 def split_rank(line: str) -> tuple[int | None, str]:
@@ -209,20 +235,40 @@ def split_rank(line: str) -> tuple[int | None, str]:
 
 
 def _float(text: str) -> float | None:
+    """A finite float, or None (`1.2.3`, `nan`, `1e999`, 400 digits: not a number here)."""
     try:
-        return float(text)
-    except ValueError:
+        v = float(text)
+    except (ValueError, OverflowError):
         return None
+    return v if math.isfinite(v) else None
+
+
+def _rate(text: str) -> float | None:
+    v = _float(text)
+    return v if v is not None and 0 <= v <= MAX_RATE else None
 
 
 def parse_line(text: str) -> dict[str, Any] | None:
-    """One rank-0 trainer line (prefix removed) -> an event dict, or None."""
-    if m := _DONE.search(text):
-        return {"kind": "done", "step": int(m.group(1)), "loss": _float(m.group(2)),
-                "samples_per_s": float(m.group(3))}
-    if m := _STEP.search(text):
-        return {"kind": "step", "step": int(m.group(1)), "loss": _float(m.group(2)),
-                "samples_per_s": float(m.group(3))}
+    """One rank-0 trainer line (prefix removed) -> an event dict, or None.
+
+    Never raises, whatever a job prints: a line whose numbers do not parse (`samples_per_s=
+    1.2.3`), are out of range or are too long is not an event (callers count it as bad)."""
+    if not isinstance(text, str) or len(text) > MAX_PARSED:
+        return None
+    try:
+        return _parse(text)
+    except (ValueError, OverflowError, TypeError):   # pragma: no cover - the bounds above
+        return None
+
+
+def _parse(text: str) -> dict[str, Any] | None:
+    for kind, rx in (("done", _DONE), ("step", _STEP)):
+        if m := rx.search(text):
+            rate = _rate(m.group(3))
+            if rate is None:
+                return None
+            return {"kind": kind, "step": int(m.group(1)), "loss": _float(m.group(2)),
+                    "samples_per_s": rate}
     if m := _INFO_STEPS.search(text):
         return {"kind": "start", "start_step": int(m.group(1)), "steps": int(m.group(2))}
     if m := _RESUMED.search(text):
@@ -234,34 +280,97 @@ def parse_line(text: str) -> dict[str, Any] | None:
     return None
 
 
-class Tail:
-    """Incremental reader of several growing log files, whole lines only."""
+def looks_like_progress(text: str) -> bool:
+    """A line that means to be a progress line (for counting the ones that did not parse)."""
+    return ("step=" in text and "samples_per_s=" in text) or text.startswith("info ")
 
-    def __init__(self, paths: Iterable[Path] = ()):
-        self.offsets: dict[Path, int] = {Path(p): 0 for p in paths}
+
+class Tail:
+    """Incremental reader of several growing log files, whole lines only, bounded: at most
+    MAX_READ bytes per file per call, lines cut at MAX_LINE (the rest of such a line up to
+    its newline is dropped), so a job that writes without newlines cannot grow the reader.
+    `tail_bytes`: start that far before the end of each file (status reads the recent part)."""
+
+    def __init__(self, paths: Iterable[Path] = (), *, tail_bytes: int | None = None):
+        self.tail_bytes = tail_bytes
+        self.offsets: dict[Path, int] = {}
         self._partial: dict[Path, str] = {}
+        self._skipping: set[Path] = set()
+        self.cut_lines = 0
+        self.bytes_read = 0
+        for p in paths:
+            self.add(p)
 
     def add(self, path: Path) -> None:
-        self.offsets.setdefault(Path(path), 0)
+        path = Path(path)
+        if path in self.offsets:
+            return
+        start = 0
+        if self.tail_bytes is not None:
+            try:
+                start = max(0, os.stat(path).st_size - self.tail_bytes)
+            except OSError:
+                start = 0
+            if start:
+                self._skipping.add(path)   # the first (partial) line is not a whole line
+        self.offsets[path] = start
+
+    def drain(self) -> Iterable[tuple[Path, str]]:
+        """Every whole line there is now, read MAX_READ bytes at a time (a call that only
+        skips the middle of a cut line returns no lines, yet more may follow)."""
+        while True:
+            self.bytes_read = 0
+            yield from self.read()
+            if not self.bytes_read:
+                return
 
     def read(self) -> list[tuple[Path, str]]:
-        out = []
+        out: list[tuple[Path, str]] = []
         for path, off in list(self.offsets.items()):
-            try:
-                with open(path, "rb") as f:
-                    f.seek(off)
-                    chunk = f.read()
-            except FileNotFoundError:
-                continue
+            chunk = _read_regular(path, off, MAX_READ)
             if not chunk:
                 continue
+            self.bytes_read += len(chunk)
             self.offsets[path] = off + len(chunk)
             text = self._partial.pop(path, "") + chunk.decode("utf-8", "replace")
             lines = text.split("\n")
-            if lines[-1]:
-                self._partial[path] = lines[-1]
-            out.extend((path, ln.rstrip("\r")) for ln in lines[:-1])
+            last = lines.pop()
+            for ln in lines:
+                if path in self._skipping:      # the tail of a line already cut
+                    self._skipping.discard(path)
+                    continue
+                out.append((path, self._cut(ln.rstrip("\r"))))
+            if len(last) > MAX_LINE:
+                if path not in self._skipping:
+                    out.append((path, self._cut(last)))
+                    self._skipping.add(path)
+            elif last:
+                self._partial[path] = last
         return out
+
+    def _cut(self, line: str) -> str:
+        if len(line) <= MAX_LINE:
+            return line
+        self.cut_lines += 1
+        return line[:MAX_LINE] + f" ... (line cut at {MAX_LINE} characters)"
+
+
+def _read_regular(path: Path, offset: int, limit: int) -> bytes:
+    """Up to `limit` bytes of a regular file from `offset`; b"" for a missing file and for
+    anything else (a FIFO would block, /dev/zero never ends)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, limit)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def node_log(root: Path, node: int) -> Path:

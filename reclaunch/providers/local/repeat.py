@@ -63,3 +63,18 @@ class RepeatWatch:
         return (f"the same failure on two attempts in a row (node {node}): {line[:300]}; "
                 "a config error fails every restart, so reclaunch stopped instead of retrying "
                 "up to job.max_restarts")
+
+
+def stop_if_repeated(sup) -> None:
+    """The supervisor's hook: a repeat found, the job ends Failed with why and the lines."""
+    from reclaunch.providers.local import proc as lp
+
+    why = sup.repeat.repeated()
+    if not why or sup.state in lp.TERMINAL:
+        return
+    node = sup.repeat.found[0]
+    lines = sup.node_lines.get(node, [])
+    rank = next((r for r, _ in map(lp.split_rank, reversed(lines)) if r is not None), None)
+    sup.failure = {"node": node, "exit_code": None, "rank": rank, "repeated": True,
+                   "last_lines": lp.last_lines(lines, rank)}
+    sup.finish("Failed", why)

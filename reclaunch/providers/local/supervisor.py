@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reclaunch.providers.local import proc as lp
+from reclaunch.providers.local import measure, proc as lp, repeat
+from reclaunch.providers.local.disk import (become_subreaper as _become_subreaper, no_space,
+                                            recorded_procs, say as _say, tighten)
 
 TICK = 0.2
 
@@ -45,11 +47,13 @@ class Supervisor:
         self.started_at = time.time()
         self.finished_at: float | None = None
         self.restarting_since: float | None = None
-        from reclaunch.providers.local.repeat import RepeatWatch
-        self.repeat = RepeatWatch()   # the same failure twice in a row stops the job (repeat.py)
+        self.repeat = repeat.RepeatWatch()   # the same failure twice in a row stops the job
         self.store = None
         self.port: int | None = None
         self._last_write = 0.0
+        self.disk_full: str | None = None
+        self._procs: dict[str, str] = {}   # state.json["procs"]: what `down` stops by identity
+        self._procs_at = -1e9
         from reclaunch.providers.local.ident import identity
         self.ident = identity(os.getpid())   # pid + start time: what `down` checks before a signal
         # The CLI started us with this run's marker (proc.run_marker): our processes carry it.
@@ -145,11 +149,12 @@ class Supervisor:
         for req_path in sorted((self.root / "control").glob("preempt-*.json")):
             req = lp.read_json(req_path)
             req_path.unlink(missing_ok=True)
-            if not req:
+            try:   # written by `preempt`, but a damaged request must not stop the cluster
+                node = int(req["node"])
+                rec = {"id": str(req["id"])[:40], "node": node, "notice": float(req["notice"]),
+                       "replace_after": float(req["replace_after"]), "requested_at": time.time()}
+            except (TypeError, KeyError, ValueError, OverflowError):
                 continue
-            node = int(req["node"])
-            rec = {"id": req["id"], "node": node, "notice": float(req["notice"]),
-                   "replace_after": float(req["replace_after"]), "requested_at": time.time()}
             if self.state in lp.TERMINAL or not 0 <= node < len(self.nodes) or \
                     self.nodes[node]["state"] != "running":
                 rec.update(status="rejected", reason=f"node {node} is not running")
@@ -189,35 +194,37 @@ class Supervisor:
 
     def read_logs(self) -> None:
         for path, line in self.tail.read():
+            self.on_line(path, line)
+
+    def on_line(self, path: Path, line: str) -> None:
+        """One log line; never raises, whatever the job printed (hostile output must not
+        take the supervisor, and the rendezvous store with it, down): a rank-0 line that
+        means to be progress but does not parse is skipped and counted (progress.bad_lines)."""
+        try:
             node = int(path.stem.split("-")[1])
             buf = self.node_lines.setdefault(node, [])
-            buf.append(line)
+            buf.append(line[:lp.MAX_PARSED])
             del buf[:-400]
             self.repeat.feed(node, line)
             rank, text = lp.split_rank(line)
             if rank != 0:
-                continue
+                return
             ev = lp.parse_line(text)
-            if not ev:
-                continue
-            p, kind = self.progress, ev["kind"]
-            if kind in ("step", "done"):
-                p.update(step=ev["step"], loss=ev["loss"], samples_per_s=ev["samples_per_s"])
-                if kind == "step":
-                    p["losses"].append([ev["step"], ev["loss"]])
-                    if self.restarting_since and not any(
-                            r["status"] in ("noticed", "killed") for r in self.preemptions):
-                        self.restarting_since = None
-                else:
-                    p["done"] = ev
-            elif kind == "start":
-                p["steps"] = ev["steps"]
-            elif kind == "resumed":
-                p["resumed_from"].append(ev["step"])
-            elif kind == "checkpoint":
-                p["checkpoints"].append(ev["step"])
-            elif kind == "sigterm":
-                p["sigterms"].append(ev["step"])
+            if ev:
+                self.on_event(ev)
+            elif lp.looks_like_progress(text):
+                self.progress["bad_lines"] = self.progress.get("bad_lines", 0) + 1
+        except Exception:   # noqa: BLE001 - a bug here must cost one line, not the cluster
+            self.progress["bad_lines"] = self.progress.get("bad_lines", 0) + 1
+
+    def on_event(self, ev: dict[str, Any]) -> None:
+        from reclaunch.providers.local.progress import apply
+        kind = apply(self.progress, ev)
+        if kind == "checkpoint":   # the trainer writes 0644: owner-only, like all our state
+            tighten(self.root)
+        if kind == "step" and self.restarting_since and not any(
+                r["status"] in ("noticed", "killed") for r in self.preemptions):
+            self.restarting_since = None
 
     # ------------------------------------------------------------ state
     def job_state(self) -> str:
@@ -234,14 +241,34 @@ class Supervisor:
             return
         self._last_write = now
         self.state = self.job_state()
-        lp.write_json(self.root / "state.json", {
+        if now - self._procs_at >= 5.0:   # a /proc scan: every few seconds, not every write
+            self._procs, self._procs_at = recorded_procs(), now
+        self.save_state({
             "name": self.name, "run_id": self.run_id, "supervisor_pid": os.getpid(),
-            "supervisor_id": self.ident,
+            "supervisor_id": self.ident, "procs": self._procs,
             "port": self.port, "state": self.state, "message": self.message,
             "failure": self.failure, "nodes": self.nodes, "preemptions": self.preemptions,
             "progress": self.progress, "started_at": self.started_at,
             "finished_at": self.finished_at, "teardown": self.launch["teardown"],
-            "torn_down": False, "root": str(self.root), "updated_at": time.time()})
+            "torn_down": False, "root": str(self.root), "updated_at": time.time(),
+            **({"disk": self.disk_full} if self.disk_full else {})})
+
+    def save_state(self, obj: dict[str, Any]) -> bool:
+        """state.json, or on a full disk one line in supervisor.log (if even that fits) and
+        on with the job: the cluster must not die of it, and `status` then says what."""
+        import errno
+        try:
+            lp.write_json(self.root / "state.json", obj)
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            first = self.disk_full is None
+            self.disk_full = no_space(self.root)
+            if first:
+                _say(f"reclaunch supervisor: {self.disk_full}; state.json not updated; "
+                     f"kept: logs and checkpoints so far in {self.root}")
+            return False
 
     def finish(self, state: str, message: str) -> None:
         self.state, self.finished_at = state, time.time()
@@ -301,13 +328,7 @@ class Supervisor:
             self.advance_drills()
             self.read_logs()
             self.check_failure()
-            if (why := self.repeat.repeated()) and self.state not in lp.TERMINAL:
-                node = self.repeat.found[0]
-                lines = self.node_lines.get(node, [])
-                rank = next((r for r, _ in map(lp.split_rank, reversed(lines)) if r is not None), None)
-                self.failure = {"node": node, "exit_code": None, "rank": rank, "repeated": True,
-                                "last_lines": lp.last_lines(lines, rank)}
-                self.finish("Failed", why)
+            repeat.stop_if_repeated(self)   # the same failure twice: stop (repeat.py)
             if self.state not in lp.TERMINAL and not any(
                     n["state"] in ("running", "reclaiming", "replacing") for n in self.nodes) \
                     and self.pending_failure is None:
@@ -322,6 +343,8 @@ class Supervisor:
             self.reap()
         self.read_logs()
         self.stop_nodes()
+        measure.record(self.root, self.launch, self.name)   # for the next `plan`
+        tighten(self.root)   # checkpoints and result.json written since: 0600 / 0700
         self.write(force=True)
         when = self.launch["teardown"]
         # The same teardown policy as every target (runtime/policy.py): keep_on_failure included;
@@ -348,26 +371,28 @@ class Supervisor:
         self.store = None  # frees the port
         state = lp.read_json(self.root / "state.json") or {}
         state.update(torn_down=True, supervisor_pid=None, supervisor_id=None, updated_at=time.time())
-        lp.write_json(self.root / "state.json", state)
+        self.save_state(state)
         return 0
 
     def _on_signal(self, signum, frame) -> None:
         self.stopping = True
 
 
-def _become_subreaper() -> None:
-    """Adopt orphaned workers (their agent was SIGKILLed) so they are reaped here, not by init."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):  # not Linux: the environment marker still finds them
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:
+    import errno
+
     argv = sys.argv[1:] if argv is None else argv
-    return Supervisor(Path(argv[0])).run()
+    try:
+        return Supervisor(Path(argv[0])).run()
+    except OSError as exc:   # never die with nothing logged: say what and what was kept
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            _say(f"reclaunch supervisor: {no_space(Path(argv[0]))}; stopped; kept: the logs and "
+                 f"checkpoints written so far in {argv[0]}")
+        else:
+            _say(f"reclaunch supervisor: {exc.strerror or exc}: {exc.filename or argv[0]}")
+        return 1
 
 
 if __name__ == "__main__":

@@ -37,11 +37,11 @@ def confirm(name: str, root: Path, yes: bool, keep_storage: bool) -> bool:
 
 def stop(name: str, state: dict, grace: float) -> list[int]:
     """Stop the supervisor (verified), then every process of the run; -> pids left alive."""
-    adopted: dict[int, str] = {}
+    adopted: dict[int, str] = recorded(state)   # the supervisor may be dead (SIGKILL)
     if lp.supervisor_alive(state):
         sup = state["supervisor_pid"]
         sup_id = state.get("supervisor_id") or ident.identity(sup)
-        adopted = ident.descendants(sup)
+        adopted.update(ident.descendants(sup))
         ident.signal_verified({sup: sup_id}, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and ident.alive_as(sup, sup_id):
@@ -51,6 +51,20 @@ def stop(name: str, state: dict, grace: float) -> list[int]:
     # Verify from scratch: marker scan plus every identity we knew about.
     return sorted(set(left) | {p for p, i in adopted.items() if ident.alive_as(p, i)}
                   | set(lp.run_pids(name)))
+
+
+def recorded(state: dict) -> dict[int, str]:
+    """state.json["procs"]: every process the supervisor had, by identity (pid + start time
+    + boot id): each is signalled only while it is still that process (ident.alive_as)."""
+    procs = state.get("procs")
+    if not isinstance(procs, dict):
+        return {}
+    out = {}
+    for pid, who in list(procs.items())[:4096]:
+        if isinstance(pid, str) and pid.isdigit() and 0 < int(pid) < 2**22 \
+                and isinstance(who, str) and ":" in who:
+            out[int(pid)] = who
+    return out
 
 
 def down(root: Path, name: str, *, keep_storage: bool = False, grace: float = 15.0,

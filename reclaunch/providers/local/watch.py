@@ -61,6 +61,8 @@ def watch(provider: "LocalProvider", name: str, *, console: Any = None,
                 if seen_preempt.get(rec["id"]) != rec["status"]:
                     seen_preempt[rec["id"]] = rec["status"]
                     progress.console.print(f"  [yellow]node {rec['node']}: spot reclaim {rec['status']}[/]")
+            if not root.exists():   # `reclaunch down` from another terminal
+                return _removed(name, progress.console)
             st = provider.status(name)
             if st.state in lp.TERMINAL:
                 break
@@ -77,16 +79,42 @@ def watch(provider: "LocalProvider", name: str, *, console: Any = None,
                       f"(world size {result.get('world_size', '?')}, {done['step']} steps, "
                       f"final loss {done['loss']})")
     if st.state == "Failed" and st.message:
-        console.print(st.message, markup=False)
+        from reclaunch.ui.text import visible
+        console.print(visible(st.message), markup=False)   # the job's last lines: text
     # teardown is the supervisor's; wait for it so the CLI returns with the ports freed
     end = time.monotonic() + 60
     while time.monotonic() < end:
         state = lp.read_json(root / "state.json") or {}
-        if state.get("torn_down") or "kept up" in state.get("message", ""):
+        if state.get("torn_down") or "kept up" in str(state.get("message", "")) \
+                or not root.exists() or not lp.supervisor_alive(state):
             break
         time.sleep(0.2)
-    st = provider.status(name)
-    console.print(f"teardown ({state.get('teardown')}): "
-                  + ("processes stopped, port freed; logs and checkpoints kept in " + str(root)
-                     if st.details.get("torn_down") else "cluster kept up"))
+    console.print(f"teardown ({state.get('teardown')}): " + teardown_line(provider, name, root),
+                  markup=False)
     return st
+
+
+def _removed(name: str, console: Any) -> "JobStatus":
+    from reclaunch.runtime.states import JobStatus
+    console.print(f"{name}: stopped and removed by `reclaunch down {name}` (nothing kept)",
+                  markup=False)
+    return JobStatus(name=name, cloud="local", state="Stopped",
+                     message=f"removed by `reclaunch down {name}` while `up` watched it")
+
+
+def teardown_line(provider: "LocalProvider", name: str, root: Any) -> str:
+    """What is true after the job, checked now: `down` from another terminal may have removed
+    DIR, or the supervisor may have died (a full disk) instead of keeping the cluster up."""
+    if not root.exists():
+        return f"removed by `reclaunch down {name}` (nothing kept)"
+    try:
+        st = provider.status(name)
+    except Exception:  # noqa: BLE001 - DIR went between the two checks
+        return f"removed by `reclaunch down {name}` (nothing kept)"
+    disk = (lp.read_json(root / "state.json") or {}).get("disk")
+    if st.details.get("torn_down"):
+        return "processes stopped, port freed; logs and checkpoints kept in " + str(root)
+    if not st.details.get("supervisor_alive"):
+        return (f"the local supervisor is gone{f' ({disk})' if isinstance(disk, str) else ''}; "
+                f"logs and checkpoints written so far are in {root}; see {root / 'supervisor.log'}")
+    return "cluster kept up"

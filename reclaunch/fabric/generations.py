@@ -1,0 +1,58 @@
+"""Fabric profiles of the instance generations added for issue 27 (G6 with EFA, P6-B200, A4).
+
+New rows of the fabric table, kept apart from profiles.py (module size) but part of the same one
+table: reclaunch.fabric reads PROFILES from here, the base rows followed by these. P6 and A4 take
+their vendor settings from the P5 and A3 Ultra rows (same plugin, env and pod requirements), so
+an edit to those rows reaches them too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reclaunch.fabric.profiles import (
+    DATE, HGX_H100, PCIE_GEN4, PROFILES as BASE, FabricProfile, Member, _EFA_FALLBACK, _EFA_GDR,
+    _EFA_HUGEPAGES, _EFA_LIBS, _EFA_LOW, _EFA_SOURCE, _GKE_SOURCE, _ro)
+
+# HGX B200 all_reduce busbw is not in fabrics.md: derived from HGX H100's measured 478.9 GB/s
+# scaled by NVLink bandwidth (NVLink5 1800 vs NVLink4 900 GB/s per GPU), i.e. 957.8. Not measured.
+HGX_B200 = HGX_H100 * 1800 / 900
+
+
+def _by_name(name: str) -> FabricProfile:
+    return next(p for p in BASE if p.name == name)
+
+
+PROFILES: tuple[FabricProfile, ...] = BASE + (
+    # G6 with EFA (g6.8xlarge and up): one EFA device, no GPUDirect RDMA, like the other G parts.
+    FabricProfile(
+        name="efa-g6", fabric="efa", clouds=("aws",),
+        members=(Member("g6.", PCIE_GEN4, 1.5625, 1.25, _ro({"vpc.amazonaws.com/efa": 1})),),
+        source=_EFA_SOURCE + "; EC2 accelerated computing specs (G6: EFA on g6.8xlarge+)", date=DATE,
+        env=_ro({"NCCL_SOCKET_IFNAME": "^lo,docker"}),
+        resources=_ro({"vpc.amazonaws.com/efa": 1}), hugepages=_EFA_HUGEPAGES,
+        transport="NET/OFI", link_gbps=25, gpudirect=False,
+        inter_node_busbw_gbs=1.5625, busbw_threshold_gbs=1.25,
+        threshold_basis="0.8 x derived figure (not measured)",
+        fallback_fix=_EFA_FALLBACK, low_busbw_fix=_EFA_LOW,
+        ld_library_path=_EFA_LIBS, gdr_fix=_EFA_GDR,
+        notes="not measured: 0.5 x the 25 Gbps link (no GPUDirect RDMA, host bounce) = 1.5625 GB/s, "
+              "as efa-g derives its figures. FI_EFA_USE_DEVICE_RDMA left unset (no RDMA read)."),
+    # P6-B200: 8 x 400 Gbps EFAv4 with GPUDirect RDMA, the same 3200 Gbps per node as P5.
+    replace(
+        _by_name("efa-p5"), name="efa-p6", members=(Member("p6-b200.", HGX_B200),),
+        source=_EFA_SOURCE + "; EC2 accelerated computing specs (P6-B200: 8 x 400 Gbps EFAv4)",
+        resources=_ro({"vpc.amazonaws.com/efa": 8}), measured_2node_busbw_gbs=None,
+        threshold_basis="p5's 0.8 x 437.8 GB/s: same 3200 Gbps per node (8 x 400 Gbps EFAv4)",
+        notes="not measured: reuses p5's inter-node figures (same per-node link rate); the "
+              "intra-node figure is HGX_B200, derived (see above). aws-ofi-nccl (>= 1.14, in the "
+              "EFA installer) carries the P6 platform settings; env is efa-p5's."),
+    # A4 (B200): the same RoCE GPUDirect RDMA through the gIB NCCL plugin as A3 Ultra
+    # (GoogleCloudPlatform/cluster-toolkit examples/gke-a4 and container-engine-accelerators
+    # gpudirect-rdma: one nccl-rdma-installer and set_nccl_env.sh for a3-ultragpu and a4-highgpu).
+    replace(
+        _by_name("gcp-rdma"), name="gcp-rdma-a4", members=(Member("a4-highgpu-", HGX_B200),),
+        source=_GKE_SOURCE.format("gpudirect-rdma") + "; cluster-toolkit examples/gke-a4",
+        notes="not measured: inter-node derived as 0.8 x the 3200 Gbps link (400 GB/s), as for "
+              "A3 Ultra; intra-node HGX_B200 derived. env mirrors set_nccl_env.sh (gIB)."),
+)

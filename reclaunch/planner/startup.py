@@ -1,0 +1,110 @@
+"""Time to first step: the startup timeline of a job and which of it bills GPU hours.
+
+Pure. Every figure is data (data/startup.yaml, keyed by target: the spec's `cloud`, or the
+compared offer's), each step with its source. The timeline follows what `up` does: the Pulumi
+stack creates the control plane, then the node pools (GPU software starts on them), and the
+file system beside both; the job's pods are applied once every resource exists, then each
+node pulls the image, then the optional NCCL preflight runs, then training starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+
+@lru_cache(maxsize=1)
+def startup_data() -> dict[str, Any]:
+    import yaml
+
+    text = resources.files(__package__).joinpath("data", "startup.yaml").read_text()
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    seconds: float
+    billed: bool            # GPU instances exist (and bill) while this runs
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "seconds": round(self.seconds, 1), "billed": self.billed,
+                "source": self.source}
+
+
+@dataclass(frozen=True)
+class Startup:
+    steps: tuple[Step, ...] = ()
+    data_version: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds for s in self.steps)
+
+    @property
+    def billed_seconds(self) -> float:
+        return sum(s.seconds for s in self.steps if s.billed)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `plan --json` contract: {seconds, billed_seconds, steps: [{name, seconds, billed, source}]}."""
+        return {"seconds": round(self.seconds, 1), "billed_seconds": round(self.billed_seconds, 1),
+                "steps": [s.to_json() for s in self.steps], "data_version": self.data_version,
+                "notes": list(self.notes)}
+
+
+def _bytes(text: Any) -> int:
+    from reclaunch.spec.units import parse_size
+
+    return int(parse_size(text))
+
+
+def _fmt_gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def timeline(spec, target: str | None = None, nodes: int | None = None, *,
+             preflight: bool = False, measured_first_step_s: float | None = None,
+             measured_at: str | None = None) -> Startup:
+    """The startup of `spec` on `target` (default spec.cloud) with `nodes` nodes.
+
+    measured_first_step_s: this host's measured time to first step (cloud: local, from
+    `reclaunch calibrate`), which replaces the target's assumed steps."""
+    d = startup_data()
+    target = target or spec.cloud
+    nodes = nodes or spec.nodes
+    t = d["targets"].get(target)
+    if t is None:
+        return Startup(data_version=str(d["version"]),
+                       notes=(f"no startup data for target {target!r} (planner/data/startup.yaml)",))
+    steps: list[Step] = []
+    if measured_first_step_s is not None:
+        steps.append(Step("time to first step (measured on this host)", float(measured_first_step_s),
+                          False, f"reclaunch calibrate{' ' + measured_at if measured_at else ''}"))
+    else:
+        for s in t.get("steps") or []:
+            secs = float(s["seconds"]) + float(s.get("per_node", 0)) * max(0, nodes - 1)
+            steps.append(Step(s["name"], secs, bool(s["billed"]), str(s["source"]).strip()))
+    if t.get("image", True) is False:
+        return Startup(tuple(steps), str(d["version"]))
+    before_join = sum(s.seconds for s in steps)
+    fs = d["storage"].get(spec.storage.kind, {"seconds": 0, "source": "no data for this kind"})
+    beyond = max(0.0, float(fs["seconds"]) - before_join)
+    if fs["seconds"]:
+        steps.append(Step(f"file system ({spec.storage.kind}: {float(fs['seconds']) / 60:.0f} min, "
+                          f"created beside the cluster; the wait beyond it)", beyond,
+                          any(s.billed for s in steps), str(fs["source"]).strip()))
+    img = d["image"]
+    size = spec.job.image_size if spec.job.image_size is not None else _bytes(img["default_size"])
+    given = "job.image_size" if spec.job.image_size is not None else "default size"
+    pull_s = size / (float(img["pull_mb_per_s"]) * 1e6)
+    steps.append(Step(f"image pull ({_fmt_gb(size)}, {given})", pull_s, True,
+                      str(img["pull_source"]).strip()
+                      + ("" if spec.job.image_size is not None else "; size: " + str(img["default_size_source"]).strip())))
+    if preflight:
+        pf = d["preflight"]
+        steps.append(Step("NCCL preflight", float(pf["seconds"]), True, str(pf["source"]).strip()))
+    return Startup(tuple(steps), str(d["version"]))

@@ -1,0 +1,33 @@
+"""GKE: the control-plane versions a region accepts for a cluster without a release channel
+(projects.locations.getServerConfig `validMasterVersions`,
+cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations/getServerConfig).
+Our clusters use no channel (stacks/gcp/program.py), so the channel lists do not apply."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+ENDPOINT = "https://container.googleapis.com"
+
+
+def offered(plan: "Plan", session: Any = None, project: str | None = None,
+            endpoint: str = ENDPOINT) -> list[str]:
+    if session is None:
+        import google.auth
+        from google.auth.transport.requests import AuthorizedSession
+
+        creds, found = google.auth.default(
+            scopes=["https://www.googleapis.com/auth/cloud-platform"])
+        session, project = AuthorizedSession(creds), project or found
+    project = project or os.environ.get("GOOGLE_CLOUD_PROJECT") or \
+        os.environ.get("CLOUDSDK_CORE_PROJECT")
+    if not project:
+        raise LookupError("no Google Cloud project (set GOOGLE_CLOUD_PROJECT)")
+    r = session.get(f"{endpoint}/v1/projects/{project}/locations/{plan.region}/serverConfig",
+                    timeout=30)
+    r.raise_for_status()
+    return list(r.json().get("validMasterVersions", []))

@@ -1,0 +1,112 @@
+"""Which Kubernetes minor a cluster is created with, and the add-on pins that follow from it.
+
+Pure (no Pulumi, no network): `up` hands the cloud's own answer in as the stack config
+`reclaunch:kubernetesVersion` (reclaunch/providers/versions.py asks the cloud); `preview`
+and every run without that config use the dated table k8s/kubernetes-versions.yaml. Either
+way the minor is the newest one the cloud offers inside every installed add-on's
+`kubernetes: {min, max}` range (k8s/addons.yaml), so no pinned add-on meets a control plane
+its vendor does not support.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from stacks import common as c
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+VERSIONS_FILE = Path(c.ADDONS_FILE).parent / "kubernetes-versions.yaml"
+CONFIG_KEY = "kubernetesVersion"      # reclaunch:kubernetesVersion
+
+
+def minor_key(v: str) -> tuple[int, int]:
+    """(1, 35) from "1.35", "1.35.3", "v1.35.3-gke.1200000" or "1.35-eks-3"."""
+    parts = str(v).lstrip("v").replace("-", ".").split(".")
+    return int(parts[0]), int(parts[1])
+
+
+def minor(v: str) -> str:
+    major, mnr = minor_key(v)
+    return f"{major}.{mnr}"
+
+
+@lru_cache(maxsize=2)
+def table(path: str = str(VERSIONS_FILE)) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(Path(path).read_text())
+
+
+def bounds(plan: "Plan") -> list[tuple[str, str | None, str | None]]:
+    """(add-on, min, max) for every add-on this cluster installs or relies on."""
+    return [(a["name"], (a.get("kubernetes") or {}).get("min"),
+             (a.get("kubernetes") or {}).get("max"))
+            for a in c.addons_for(plan, include_managed=True) if a.get("kubernetes")]
+
+
+def allowed(plan: "Plan", v: str) -> list[str]:
+    """Why minor `v` does not suit this cluster's add-ons ([] = it does)."""
+    out = []
+    for addon, lo, hi in bounds(plan):
+        if (lo and minor_key(v) < minor_key(lo)) or (hi and minor_key(v) > minor_key(hi)):
+            out.append(f"{addon} supports {lo or '?'}..{hi or '?'}")
+    return out
+
+
+def choose(plan: "Plan", offered: Iterable[str], *, where: str) -> str:
+    """The newest offered minor every add-on supports. `where` names the source of `offered`
+    in the error when none fits (a person must bump a pin in k8s/addons.yaml)."""
+    from reclaunch.errors import ProviderError
+
+    minors = sorted({minor(v) for v in offered}, key=minor_key, reverse=True)
+    for v in minors:
+        if not allowed(plan, v):
+            return v
+    why = "; ".join(sorted({w for v in minors for w in allowed(plan, v)}))
+    raise ProviderError(
+        f"no Kubernetes version fits: {where} offers {', '.join(minors) or 'none'}, "
+        f"and the pinned add-ons need: {why or 'nothing'}",
+        hint=f"bump the add-on pins in {c.ADDONS_FILE} to releases that support "
+             f"{minors[0] if minors else 'a current minor'}")
+
+
+def fallback_minors(cloud: str, on: dt.date | None = None) -> list[str]:
+    """The table's minors for `cloud` still in standard support on `on` (the table's own date
+    when None, so a preview never depends on today's clock)."""
+    doc = table()
+    day = on or doc["as_of"]
+    rows = doc["clouds"][cloud]["minors"]
+    return [str(r["minor"]) for r in rows if r["end"] > day]
+
+
+def fallback(plan: "Plan", on: dt.date | None = None) -> str:
+    return choose(plan, fallback_minors(plan.cloud, on),
+                  where=f"the dated table {VERSIONS_FILE.name} (as of {table()['as_of']})")
+
+
+def kubernetes_version(plan: "Plan") -> str:
+    """What the program creates: the minor `up` resolved from the cloud, else the table's."""
+    try:
+        import pulumi
+
+        found = pulumi.Config("reclaunch").get(CONFIG_KEY)
+    except Exception:  # noqa: BLE001 - outside an engine run there is no config
+        found = None
+    return minor(found) if found else fallback(plan)
+
+
+def pinned_facts(addon: dict[str, Any], version: str) -> dict[str, Any]:
+    """Facts of an add-on that follow the cluster minor (image_by_minor -> image_tag)."""
+    by_minor = addon.get("image_by_minor") or {}
+    if not by_minor:
+        return {}
+    tag = by_minor.get(minor(version))
+    if tag is None:   # choose() keeps the minor inside `kubernetes:`; the table must cover it
+        raise ValueError(f"{addon['name']}: no image for Kubernetes {version} in "
+                         f"image_by_minor ({c.ADDONS_FILE})")
+    return {"image_tag": tag}
