@@ -26,7 +26,7 @@ def in_process(repeats: int = 20) -> tuple[float, int]:
     assert len(spec.model.tables) == 26
     make_plan(spec, cat)                                    # warm the data caches
     times, rows = [], 0
-    from reclaunch.planner.sharding import _search
+    from reclaunch.planner.shard_search import _search
 
     for _ in range(repeats):
         _search.cache_clear()                               # a CLI call starts cold

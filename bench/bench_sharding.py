@@ -62,7 +62,7 @@ def predicted(doc: dict, mode: str) -> tuple[float | None, dict | None, str]:
     sh = plan.get("sharding") or {}
     env = None
     if sh.get("tables"):
-        # what the job env passes the trainer (CONTRACTS.md 1): the plan's own placement
+        # what the job env passes the trainer (RECLAUNCH_SHARDING): the plan's own placement
         keep = ("name", "rows", "dim", "pooling_factor", "feature", "sequence", "sharding_type",
                 "compute_kernel", "ranks")
         env = {"version": 1, "world_size": sh.get("world_size"), "engine": sh.get("engine", "torchrec"),

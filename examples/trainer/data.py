@@ -178,26 +178,79 @@ def make_source(kind: str, data_dir: str | None, table_rows: Sequence[int], batc
     return SyntheticCriteo(table_rows, batch_size, seed, rank, world_size, sequences=sequences)
 
 
+def multi_hot(ids: np.ndarray, rows: int, pooling: int, table: int) -> np.ndarray:
+    """[B] one-hot ids -> [B, pooling] ids, as the MLPerf DLRM multi-hot data (facebookresearch/dlrm
+    torchrec_dlrm/multi_hot.py, dist "uniform"): column 0 is the one-hot id and columns 1.. are
+    fixed uniform ids tied to it, so a hot row stays hot in every bag it opens. The reference
+    keeps a [rows, pooling-1] lookup table; a hash of (id, column, table) gives the same mapping
+    without the memory (a 40M-row table x 100 ids would be 32 GB per worker)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if pooling <= 1:
+        return ids[:, None]
+    cols = np.arange(1, pooling, dtype=np.uint64)[None, :]
+    with np.errstate(over="ignore"):     # wrap-around is the hash
+        return _mix(ids, cols, rows, table)
+
+
+def _mix(ids, cols, rows, table):
+    h = ids.astype(np.uint64)[:, None] * np.uint64(0x9E3779B97F4A7C15) + cols * np.uint64(0xBF58476D1CE4E5B9) \
+        + np.uint64(table) * np.uint64(0x94D049BB133111EB)
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(0xD6E8FEB86655B1FF)
+    h ^= h >> np.uint64(29)
+    extra = (h % np.uint64(max(1, int(rows)))).astype(np.int64)
+    return np.concatenate([ids[:, None], extra], 1)
+
+
+def pooling_list(pooling, n: int) -> list[int]:
+    """Ids per sample for each of n pooled tables: a list (padded with 1) or a scalar."""
+    if isinstance(pooling, (int, float)):
+        return [max(1, int(round(pooling)))] * n
+    out = [max(1, int(round(p))) for p in pooling][:n]
+    return out + [1] * (n - len(out))
+
+
+class MultiHot:
+    """Batch transform run in the DataLoader workers: the [B, T] one-hot ids become [B, sum(P)]
+    multi-hot ids (table t's P_t ids contiguous), the layout model.FusedEmbeddingBag bags."""
+
+    def __init__(self, table_rows, pooling):
+        self.rows = [int(r) for r in table_rows]
+        self.pooling = pooling_list(pooling, len(self.rows))
+
+    def __call__(self, batch):
+        if all(p == 1 for p in self.pooling):
+            return batch
+        sparse = batch[1].numpy()
+        ids = np.concatenate([multi_hot(np.remainder(sparse[:, t], r), r, p, t)
+                              for t, (r, p) in enumerate(zip(self.rows, self.pooling))], 1)
+        return (batch[0], torch.from_numpy(ids), *batch[2:])
+
+
 class BatchStream(torch.utils.data.IterableDataset):
     """Micro-batches start, start+1, ... of a source; worker w of n takes k = w mod n.
 
     DataLoader takes one batch from each worker in turn, so the order is the same for
-    any num_workers.
+    any num_workers. `transform` (picklable) runs in the worker too: the engine's input
+    (the TorchRec engine's KeyedJaggedTensor batch, multi-hot ids) is built off the
+    training thread, and DataLoader pins what it returns (pin_memory).
     """
 
-    def __init__(self, source, start: int = 0):
-        self.source, self.start = source, start
+    def __init__(self, source, start: int = 0, transform=None):
+        self.source, self.start, self.transform = source, start, transform
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         info = torch.utils.data.get_worker_info()
         wid, n = (info.id, info.num_workers) if info else (0, 1)
         k = self.start + wid
         while True:
-            yield tuple(torch.from_numpy(a) for a in self.source.batch(k))
+            batch = tuple(torch.from_numpy(a) for a in self.source.batch(k))
+            yield self.transform(batch) if self.transform else batch
             k += n
 
 
-def loader(source, start: int, num_workers: int = 0, pin_memory: bool = False):
-    return torch.utils.data.DataLoader(BatchStream(source, start), batch_size=None,
+def loader(source, start: int, num_workers: int = 0, pin_memory: bool = False, transform=None):
+    return torch.utils.data.DataLoader(BatchStream(source, start, transform), batch_size=None,
                                        num_workers=num_workers, pin_memory=pin_memory,
-                                       persistent_workers=False)
+                                       persistent_workers=False,
+                                       prefetch_factor=4 if num_workers else None)

@@ -16,44 +16,59 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 import checkpoint
+import data
+import precision
+import schedule
 from metrics import CommClock
 from model import build_model
 from optim import build_optimizer
 
 
-def precision_setup(precision: str, device: torch.device):
+def precision_setup(name: str, device: torch.device):
     """-> (autocast context factory, GradScaler or None). CPU trains in plain fp32."""
-    if device.type != "cuda":
-        return contextlib.nullcontext, None
-    tf32 = precision in ("tf32", "bf16", "fp16")
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
-    if precision in ("bf16", "fp16"):
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-        scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
-        return (lambda: torch.autocast("cuda", dtype=dtype)), scaler
-    return contextlib.nullcontext, None
+    p = precision.resolve(name, "fp32", "ddp", device.type)
+    return p.autocast, p.scaler
 
 
 class DDPEngine:
     name = "ddp"
 
-    def __init__(self, args, d, log):
-        if args.model not in ("deepfm", "dcnv2"):
-            raise SystemExit(f"--engine ddp runs deepfm and dcnv2; {args.model} needs --engine torchrec")
+    def __init__(self, args, d, log, plan):
+        """plan: sharding.Plan -- only its tables (rows, pooling, the DIN sequence) are used."""
         self.args, self.d, self.log = args, d, log
-        self.clock = CommClock()
-        self.module = build_model(args.model, args.table_rows, args.embedding_dim, args.mlp, args.bottom_mlp,
-                                  args.cross_layers, args.cross_rank, fused=args.fused_embedding).to(d.device)
-        self.optimizer = build_optimizer(args.optimizer, self.module, args.lr)
+        self.clock = CommClock(d.device.type == "cuda")
+        self.prec = precision.resolve(args.precision, args.embedding_dtype, "ddp", d.device.type)
+        for note in self.prec.notes:
+            log(f"info {note}")
+        rows = [t.rows for t in plan.pooled] + [t.rows for t in plan.sequences[:1]]
+        self.pooling = [max(1, int(round(t.pooling_factor))) for t in plan.pooled]
+        self.pooled_rows = [t.rows for t in plan.pooled]
+        history = max([int(round(t.pooling_factor)) for t in plan.sequences] or [0])
+        if args.model == "din" and not plan.sequences:
+            raise SystemExit("error: din needs a behaviour-sequence table (--history-length > 0)")
+        if len({t.dim for t in plan.tables}) != 1:
+            raise SystemExit("error: the ddp engine needs one embedding dim for every table")
+        self.module = build_model(args.model, rows, plan.tables[0].dim, args.mlp, args.bottom_mlp,
+                                  args.cross_layers, args.cross_rank, fused=args.fused_embedding,
+                                  pooling=self.pooling, history=history,
+                                  attention_mlp=args.attention_mlp).to(d.device)
+        lr = schedule.torch_kwargs(args.optimizer, 0.0, args)
+        self.optimizer = build_optimizer(args.optimizer, self.module, args.lr, betas=lr.get("betas", (0.9, 0.999)),
+                                         eps=lr.get("eps", 1e-8), weight_decay=args.weight_decay)
+        self.base_lr = self.optimizer.param_groups[0]["lr"]
         self.params = sum(p.numel() for p in self.module.parameters())
         self.ddp = d.world_size > 1
         self.model = self.module
-        self.autocast, self.scaler = precision_setup(args.precision, d.device)
+        self.autocast, self.scaler = self.prec.autocast, self.prec.scaler
+        self.sequence = args.model == "din"
         self._micro = 0
 
+    def transform(self):
+        """Runs in the DataLoader workers: multi-hot ids for the pooled tables."""
+        return data.MultiHot(self.pooled_rows, self.pooling) if any(p > 1 for p in self.pooling) else None
+
     def describe(self) -> str:
-        return "sharding=data_parallel (ddp engine: every table replicated)"
+        return f"sharding=data_parallel (ddp engine: every table replicated) {self.prec.describe()}"
 
     def wrap(self) -> None:
         """DDP after restore: the wrapper broadcasts rank 0's (restored) weights at construction."""
@@ -63,15 +78,15 @@ class DDPEngine:
             self.model.register_comm_hook(None, self.clock.ddp_hook(dist.group.WORLD))
 
     def prepare(self, batch):
-        return tuple(t.to(self.d.device, non_blocking=True) for t in batch[:3])
+        return tuple(t.to(self.d.device, non_blocking=True) for t in batch[:6 if self.sequence else 3])
 
     def forward_backward(self, batch, loss_hook=None) -> torch.Tensor:
-        dense, sparse, labels = batch
+        dense, sparse, labels = batch[:3]
         self._micro += 1
         sync = not self.ddp or self._micro % self.args.grad_accum == 0
         with (contextlib.nullcontext() if sync else self.model.no_sync()):
             with self.autocast():
-                logits = self.model(dense, sparse)
+                logits = self.model(dense, sparse, *batch[3:])
             loss = F.binary_cross_entropy_with_logits(logits.float(), labels) / self.args.grad_accum
             if loss_hook:
                 loss = loss_hook(loss)
@@ -82,7 +97,16 @@ class DDPEngine:
         grads = [p.grad.detach().float().norm() for p in self.module.parameters() if p.grad is not None]
         return float(torch.stack(grads).norm()) if grads else None
 
+    def set_lr(self, step: int) -> float:
+        return schedule.set_lr([self.optimizer], self.base_lr, step, self.args)
+
     def optimizer_step(self) -> None:
+        if self.args.grad_clip > 0:   # the dense part; the row-sparse tables are not clipped (as TorchRec)
+            if self.scaler:
+                self.scaler.unscale_(self.optimizer)
+            emb = {id(p) for p in self.module.embedding.parameters()}
+            torch.nn.utils.clip_grad_norm_([p for p in self.module.parameters() if id(p) not in emb],
+                                           self.args.grad_clip)
         if self.scaler:
             self.scaler.step(self.optimizer)
             self.scaler.update()
@@ -90,7 +114,11 @@ class DDPEngine:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
 
-    def save(self, directory: str, step: int, meta: dict, keep: int) -> str | None:
+    def finish(self) -> None:
+        pass
+
+    def save(self, directory: str, step: int, meta: dict, keep: int, background: bool = False) -> str | None:
+        """background: ignored -- one rank writes one file (checkpoint.py), no sharded async save."""
         path = None
         if self.d.is_main:
             state = {"step": step, "model": self.module.state_dict(), "optimizer": self.optimizer.state_dict(),

@@ -17,19 +17,25 @@ import warnings
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.distributed.optim import _apply_optimizer_in_backward
-from torchrec.distributed.model_parallel import DistributedModelParallel, get_default_sharders
+from torchrec.distributed.embedding import EmbeddingCollectionSharder
+from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
+from torchrec.distributed.model_parallel import DistributedModelParallel
+from torchrec.distributed.train_pipeline import TrainPipelineBase, TrainPipelineSparseDist
 from torchrec.distributed.types import ShardedModule, ShardingEnv, ShardingPlan
+from torchrec.optim.clipping import GradientClipping, GradientClippingOptimizer
 from torchrec.optim.keyed import CombinedOptimizer, KeyedOptimizerWrapper
 from torchrec.optim.optimizers import in_backward_optimizer_filter
 from torchrec.optim.rowwise_adagrad import RowWiseAdagrad
 
 import dcp_ckpt
-from metrics import CommClock
+import plancheck
+import precision
 import rec_model
+import schedule
 import sharding
-from optim import DEFAULT_LR
+from metrics import CommClock
+from optim import DEFAULT_LR, RecsysOptimizer
 
 # (embedding optimizer, dense optimizer): FBGEMM's fused kernels implement these
 # (torchrec/distributed/utils.py maps torch.optim classes to EmbOptimType).
@@ -50,7 +56,8 @@ class RecEngine:
 
     def __init__(self, args, d, plan: sharding.Plan, log):
         self.args, self.d, self.log = args, d, log
-        self.clock = CommClock()
+        self.clock = CommClock(d.device.type == "cuda")
+        self.prec = precision.resolve(args.precision, args.embedding_dtype, "torchrec", d.device.type, args.qcomms)
         self.plan = sharding.for_world(plan, d.world_size, d.device.type)
         if d.device.type != "cuda" and args.optimizer not in CPU_FUSED:
             # fbgemm's CPU TBE fuses sgd/adagrad/rowwise_adagrad only
@@ -63,18 +70,26 @@ class RecEngine:
             self.plan.notes.append(f"fused {args.optimizer} needs CUDA on fbgemm: dense kernel, "
                                    "embedding optimizer steps after backward")
         self.plan = sharding.for_cpu_sequences(self.plan, d.device.type, args.optimizer in CPU_FUSED)
-        for note in self.plan.notes:
+        for note in self.plan.notes + self.prec.notes:
             log(f"info sharding_note={note!r}")
         emb_cls, dense_cls = OPTIMIZERS[args.optimizer]
-        lr = DEFAULT_LR[args.optimizer] if args.lr is None else args.lr
+        self.base_lr = lr = DEFAULT_LR[args.optimizer] if args.lr is None else args.lr
+        emb_kwargs, fused_extra = schedule.fused_kwargs(args.optimizer, lr, args)
+        kw = precision.sharder_kwargs(self.prec, fused_extra, nccl=d.device.type == "cuda")
+        sharders = [EmbeddingBagCollectionSharder(**kw), EmbeddingCollectionSharder(**kw)]
         # The sparse part is built on the meta device: DMP materialises each shard where the
         # plan puts it, so no rank ever allocates a whole table it does not own.
-        model = rec_model.build(args.model, self.plan, args.mlp, args.bottom_mlp, args.cross_layers,
-                                args.cross_rank, args.attention_mlp, torch.device("meta"))
+        inner = rec_model.build(args.model, self.plan, args.mlp, args.bottom_mlp, args.cross_layers,
+                                args.cross_rank, args.attention_mlp, torch.device("meta"),
+                                precision.torchrec_data_type(self.prec.table_dtype))
+        model = rec_model.TrainModule(inner, args.grad_accum,
+                                      self.prec.autocast if self.prec.autocast_dtype is not None else None)
         sparse = rec_model.sparse_modules(model)
         for m in sparse.values():
-            _apply_optimizer_in_backward(emb_cls, m.parameters(), {"lr": lr})
+            _apply_optimizer_in_backward(emb_cls, m.parameters(), emb_kwargs)
         local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        plancheck.check(self.plan, sparse, sharders, d.device, local, args.optimizer,
+                        self.prec.table_dtype, log=log)
         by_name = {t.name: t for t in self.plan.tables}
         module_plans = {}
         for path, m in sparse.items():
@@ -85,18 +100,65 @@ class RecEngine:
         self.sharding_plan = ShardingPlan(plan=module_plans)
         env = ShardingEnv.from_process_group(dist.group.WORLD)
         self.model = DistributedModelParallel(model, env=env, device=d.device, plan=self.sharding_plan,
-                                              sharders=get_default_sharders())
+                                              sharders=sharders)
+        self.train_module = self.model.module
         for m in self.model.modules():
             if isinstance(m, ShardedModule):
                 self.clock.instrument(m)
         ddp = self.model._dmp_wrapped_module
         if isinstance(ddp, torch.nn.parallel.DistributedDataParallel):
             ddp.register_comm_hook(None, self.clock.ddp_hook(ddp.process_group))
-        dense = KeyedOptimizerWrapper(dict(in_backward_optimizer_filter(self.model.named_parameters())),
-                                      lambda params: dense_cls(params, lr=lr))
-        self.optimizer = CombinedOptimizer([self.model.fused_optimizer, dense])
+        self.optimizer = CombinedOptimizer([self.model.fused_optimizer, *self._dense_optimizers(dense_cls, lr)])
         self.params = sum(t.rows * t.dim for t in self.plan.tables) + sum(
             p.numel() for _, p in in_backward_optimizer_filter(self.model.named_parameters()))
+        self.pipeline = self._make_pipeline()
+
+    def _dense_optimizers(self, dense_cls, lr: float) -> list:
+        """The non-fused parameters: the MLPs under dense_cls (clipped by --grad-clip, as
+        TorchRec's GradientClippingOptimizer does), and data-parallel tables under the row-sparse
+        update of optim.py (a DP table's all-reduced gradient is zero but for the rows the batch
+        touched: full Adam/Adagrad over the whole table every step would be wasted work)."""
+        mlp, tables = {}, {}
+        for name, p in in_backward_optimizer_filter(self.model.named_parameters()):
+            parts = name.split(".")
+            is_table = len(parts) >= 3 and parts[-3] in ("embedding_bags", "embeddings") and p.dim() == 2
+            (tables if is_table else mlp)[name] = p
+        out = []
+        if mlp:
+            opt = KeyedOptimizerWrapper(mlp, lambda ps: dense_cls(ps, **schedule.torch_kwargs(self.args.optimizer,
+                                                                                              lr, self.args)))
+            if self.args.grad_clip > 0:
+                opt = GradientClippingOptimizer(opt, clipping=GradientClipping.NORM, max_gradient=self.args.grad_clip)
+            out.append(opt)
+        self.row_sparse = []
+        if tables:
+            kw = schedule.torch_kwargs(self.args.optimizer, lr, self.args)
+
+            def make(ps):
+                opt = RecsysOptimizer([{"params": ps, "rows": True, "rowwise": True}], self.args.optimizer, lr,
+                                      betas=kw.get("betas", (0.9, 0.999)), eps=kw.get("eps", 1e-8),
+                                      weight_decay=self.args.weight_decay)
+                self.row_sparse.append(opt)
+                return opt
+            out.append(KeyedOptimizerWrapper(tables, make))
+        self.dp_tables = sorted(tables)
+        return out
+
+    def _make_pipeline(self):
+        """TorchRec's TrainPipelineSparseDist (batch i+1's input all-to-all and batch i+2's
+        host-to-device copy overlap batch i's forward/backward; CUDA streams on GPU, the same
+        stage order on CPU), or TrainPipelineBase (copy overlap only). Gradient accumulation
+        needs several backward passes per optimizer step, which the pipelines do not do: the
+        plain loop then."""
+        kind = self.args.pipeline
+        if kind == "off" or (kind == "auto" and self.args.grad_accum > 1):
+            return None
+        if self.args.grad_accum > 1:
+            raise SystemExit(f"error: --pipeline {kind} steps the optimizer every batch; "
+                             f"--grad-accum {self.args.grad_accum} needs --pipeline off")
+        cls = TrainPipelineBase if kind == "base" else TrainPipelineSparseDist
+        self.pipeline_kind = cls.__name__
+        return cls(self.model, self.optimizer, self.d.device)
 
     def table_ranks(self) -> dict[str, tuple[str, list[int]]]:
         """table -> (sharding type, ranks) as DMP actually sharded it (read back from its plan)."""
@@ -121,22 +183,31 @@ class RecEngine:
         return sorted(sharded), sorted(replicated)
 
     def describe(self) -> str:
-        return f"sharding={self.plan.source} plan={self.plan.summary()}"
+        pipe = getattr(self, "pipeline_kind", None) if self.pipeline else "off"
+        return (f"sharding={self.plan.source} plan={self.plan.summary()} {self.prec.describe()} "
+                f"pipeline={pipe} row_sparse_tables={len(self.dp_tables)}")
+
+    def transform(self):
+        """Runs in the DataLoader workers: raw arrays -> torchrec Batch (KJT built off the training thread)."""
+        return rec_model.ToBatch(self.plan)
 
     def prepare(self, batch):
-        dense, labels = batch[0], batch[2]
-        kjt = rec_model.to_kjt(self.plan, batch)
-        dev = self.d.device
-        return dense.to(dev, non_blocking=True), kjt.to(dev, non_blocking=True), labels.to(dev, non_blocking=True)
+        return batch.to(self.d.device, non_blocking=True)
 
     def forward_backward(self, batch, loss_hook=None) -> torch.Tensor:
-        dense, kjt, labels = batch
-        logits = self.model(dense, kjt)
-        loss = F.binary_cross_entropy_with_logits(logits.float(), labels) / self.args.grad_accum
-        if loss_hook:
-            loss = loss_hook(loss)
+        self.train_module.loss_hook = loss_hook
+        loss, _ = self.model(batch)
         loss.backward()  # fused kernels update the embedding rows here (optimizer in backward)
         return loss.detach()
+
+    def pipeline_step(self, batches, loss_hook=None) -> torch.Tensor:
+        """One optimizer step through the pipeline (zero_grad, forward, backward, step inside)."""
+        self.train_module.loss_hook = loss_hook
+        loss, _, _ = self.pipeline.progress(batches)
+        return loss
+
+    def set_lr(self, step: int) -> float:
+        return schedule.set_lr([self.optimizer], self.base_lr, step, self.args)
 
     def dense_grad_norm(self) -> float | None:
         grads = [p.grad.detach().float().norm() for _, p in
@@ -150,8 +221,13 @@ class RecEngine:
     def state(self) -> dict:
         return {"model": self.model.state_dict(), "optim": self.optimizer.state_dict()}
 
-    def save(self, directory: str, step: int, meta: dict, keep: int) -> str:
-        return dcp_ckpt.save(directory, step, self.state(), meta, keep, self.d.is_main)
+    def save(self, directory: str, step: int, meta: dict, keep: int, background: bool = False) -> str:
+        path = dcp_ckpt.save(directory, step, self.state(), meta, keep, self.d.is_main, background)
+        self.saved_async = dcp_ckpt.is_pending()
+        return path
+
+    def finish(self) -> None:
+        dcp_ckpt.wait_pending()
 
     def restore(self, directory: str, fingerprint: dict) -> tuple[int, dict, str | None]:
         found = dcp_ckpt.latest(directory, self.d.is_main, self.log)
@@ -176,6 +252,8 @@ class RecEngine:
                 p.grad = torch.zeros_like(p)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        for opt in self.row_sparse:      # zero gradients create no row-sparse state: make it
+            opt.init_state()
         state = self.state()
         try:
             dcp_ckpt.load(path, state)

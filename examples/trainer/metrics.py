@@ -1,5 +1,5 @@
 """What the trainer measures, one `RECLAUNCH_METRICS {json}` line per rank per logging interval
-(contract 2 of /work/wt/CONTRACTS.md, read by `reclaunch diagnose`), and the drill knob
+(described in this folder's README, "Output"; read by `reclaunch diagnose`), and the drill knob
 RECLAUNCH_FAULT that plants a fault on purpose so diagnose can be tested against it.
 """
 from __future__ import annotations
@@ -82,10 +82,12 @@ def parse_nccl(lines) -> tuple[str | None, bool | None]:
 
 def setup_nccl_log(environ=os.environ) -> str | None:
     """Ask NCCL (before init) for its INIT/NET info lines in a file we parse once.
-    Left alone when the user set NCCL_DEBUG_FILE (then we read theirs) or NCCL_DEBUG=TRACE."""
+    Left alone when the user set NCCL_DEBUG_FILE (then we read theirs) or NCCL_DEBUG at all
+    (their level and their stderr stay theirs: we then learn the transport only if they chose INFO
+    into a file)."""
     if environ.get("NCCL_DEBUG_FILE"):
         return environ["NCCL_DEBUG_FILE"]
-    if environ.get("NCCL_DEBUG", "").upper() == "TRACE":
+    if environ.get("NCCL_DEBUG"):
         return None
     path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"reclaunch-nccl.{os.getpid()}.%h.%p.log")
     environ["NCCL_DEBUG_FILE"] = path
@@ -144,16 +146,32 @@ class CommClock:
     - the loop's own per-step all-reduce (loss, stop and checkpoint flags).
     The backward all-to-all of the embedding gradients runs inside autograd and cannot be
     separated from compute without a profiler: it stays in fwd_bwd_s.
+    On CUDA (cuda=True) host timers would only see the enqueue: each wait instead records a
+    pair of CUDA events on the current stream (the gap is how long the stream was blocked on
+    the collective), DDP's hook an event at the last bucket's launch paired with the end of
+    backward, and take() returns the pairs for timing.StepClock to resolve on logging steps.
     """
 
-    def __init__(self):
+    def __init__(self, cuda: bool = False):
+        self.cuda = cuda
         self.total = 0.0
+        self.pairs: list = []
         self.last_launch = self.last_done = None
 
     def add(self, seconds: float) -> None:
         self.total += seconds
 
-    def take(self) -> float:
+    def _event(self):
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def take(self, end=None):
+        """-> seconds (CPU) or [(event, event)] (CUDA; `end`: the end-of-backward event)."""
+        if self.cuda:
+            pairs = self.pairs + ([(self.last_launch, end)] if self.last_launch is not None and end is not None else [])
+            self.pairs, self.last_launch = [], None
+            return pairs
         if self.last_launch is not None and self.last_done is not None:
             self.total += max(0.0, self.last_done - self.last_launch)
         self.last_launch = self.last_done = None
@@ -168,6 +186,13 @@ class CommClock:
         inner = aw._wait_impl
 
         def timed():
+            if self.cuda and torch.cuda.current_stream() != torch.cuda.default_stream():
+                return self.time_awaitable(inner())   # a train pipeline's side stream: overlapped, not exposed
+            if self.cuda:
+                e0 = self._event()
+                out = inner()
+                self.pairs.append((e0, self._event()))
+                return self.time_awaitable(out)
             t0 = time.perf_counter()
             out = inner()
             self.total += time.perf_counter() - t0
@@ -181,6 +206,8 @@ class CommClock:
         in_dist, out_dist = module.input_dist, module.compute_and_output_dist
 
         def input_dist(*a, **kw):
+            if self.cuda:   # the splits all-to-all is launched here; its wait is timed below
+                return self.time_awaitable(in_dist(*a, **kw))
             t0 = time.perf_counter()
             aw = in_dist(*a, **kw)
             self.total += time.perf_counter() - t0
@@ -193,7 +220,7 @@ class CommClock:
 
     def ddp_hook(self, group):
         def hook(_state, bucket):
-            self.last_launch = time.perf_counter()
+            self.last_launch = self._event() if self.cuda else time.perf_counter()
             buf = bucket.buffer().div_(dist.get_world_size(group))
             fut = dist.all_reduce(buf, group=group, async_op=True).get_future()
 
@@ -225,12 +252,15 @@ class Fault:
         slow_data:SECONDS          every batch fetch sleeps SECONDS (a starved data loader)
         straggler:RANK:SECONDS     rank RANK sleeps SECONDS in every forward/backward
         nan_loss:STEP              from step STEP on the loss is NaN
+        slow_save:SECONDS          every checkpoint save first sleeps SECONDS (a slow file system:
+                                   tests that a SIGTERM save gets the launcher's grace period)
     """
 
     def __init__(self, text: str | None, rank: int):
         self.slow_data = 0.0
         self.straggle = 0.0
         self.nan_from = None
+        self.slow_save = 0.0
         for item in filter(None, (x.strip() for x in (text or "").split(","))):
             kind, _, rest = item.partition(":")
             try:
@@ -241,15 +271,18 @@ class Fault:
                     self.straggle = float(s) if int(r) == rank else 0.0
                 elif kind == "nan_loss":
                     self.nan_from = int(rest)
+                elif kind == "slow_save":
+                    self.slow_save = float(rest)
                 else:
                     raise ValueError(kind)
             except ValueError:
                 raise SystemExit(f"RECLAUNCH_FAULT: cannot parse {item!r}: expected slow_data:SECONDS, "
-                                 "straggler:RANK:SECONDS or nan_loss:STEP") from None
-        self.active = bool(self.slow_data or self.straggle or self.nan_from is not None)
+                                 "straggler:RANK:SECONDS, nan_loss:STEP or slow_save:SECONDS") from None
+        self.active = bool(self.slow_data or self.straggle or self.nan_from is not None or self.slow_save)
 
     def describe(self) -> str:
-        return f"slow_data={self.slow_data} straggler_s={self.straggle} nan_from={self.nan_from}"
+        return (f"slow_data={self.slow_data} straggler_s={self.straggle} nan_from={self.nan_from} "
+                f"slow_save={self.slow_save}")
 
     def loss_hook(self, step: int):
         if self.nan_from is None or step < self.nan_from:

@@ -35,8 +35,12 @@ class FusedEmbeddingBag(nn.Module):
 
     cpu_fast_backward = True
 
-    def __init__(self, table_rows: Sequence[int], dim: int, mode: str = "sum"):
+    def __init__(self, table_rows: Sequence[int], dim: int, mode: str = "sum", pooling: Sequence[int] = ()):
         super().__init__()
+        # Multi-hot (issue 22): table t takes pooling[t] ids per sample, [B, sum(pooling)] in,
+        # pooled (summed) per table as the planner sized them; all 1 is the one-hot fast path.
+        self.pooling = [max(1, int(p)) for p in pooling][:len(table_rows)]
+        self.pooling += [1] * (len(table_rows) - len(self.pooling))
         rows = torch.tensor([int(r) for r in table_rows], dtype=torch.long)
         if (rows <= 0).any():
             raise ValueError(f"every table needs >= 1 row, got {list(table_rows)}")
@@ -48,6 +52,12 @@ class FusedEmbeddingBag(nn.Module):
         self.dim = dim
         self.bag = nn.EmbeddingBag(int(rows.sum()), dim, mode=mode)
         nn.init.uniform_(self.bag.weight, -0.05, 0.05)
+        if any(p > 1 for p in self.pooling):
+            per = torch.tensor(self.pooling, dtype=torch.long)
+            self.register_buffer("col_rows", rows.repeat_interleave(per), persistent=False)
+            self.register_buffer("col_offsets", offsets.repeat_interleave(per), persistent=False)
+            self.register_buffer("bag_starts", torch.cat([torch.zeros(1, dtype=torch.long), per.cumsum(0)[:-1]]),
+                                 persistent=False)
 
     @property
     def weight(self) -> torch.Tensor:
@@ -59,6 +69,12 @@ class FusedEmbeddingBag(nn.Module):
         return torch.remainder(ids, self.rows) + self.offsets
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if hasattr(self, "col_rows"):
+            b, width = ids.shape
+            t = len(self.table_rows)
+            flat = (torch.remainder(ids, self.col_rows) + self.col_offsets).reshape(-1)
+            starts = (torch.arange(b, device=ids.device)[:, None] * width + self.bag_starts).reshape(-1)
+            return self.bag(flat, starts).view(b, t, self.dim)
         b, t = ids.shape
         flat = self.flat_ids(ids).reshape(b * t)
         if self.cpu_fast_backward and not flat.is_cuda and torch.is_grad_enabled():
@@ -94,7 +110,9 @@ class PerTableEmbedding(nn.Module):
             bag.weight.copy_(fused.table_weight(t))
 
 
-def make_embedding(table_rows: Sequence[int], dim: int, fused: bool = True) -> nn.Module:
+def make_embedding(table_rows: Sequence[int], dim: int, fused: bool = True, pooling: Sequence[int] = ()) -> nn.Module:
+    if any(int(p) > 1 for p in pooling):
+        return FusedEmbeddingBag(table_rows, dim, pooling=pooling)   # multi-hot: the fused bag only
     return (FusedEmbeddingBag if fused else PerTableEmbedding)(table_rows, dim)
 
 
@@ -115,10 +133,11 @@ class DeepFM(nn.Module):
     """
 
     def __init__(self, table_rows: Sequence[int], embedding_dim: int = 16,
-                 mlp_sizes: Sequence[int] = (64, 32), num_dense: int = NUM_DENSE, fused: bool = True):
+                 mlp_sizes: Sequence[int] = (64, 32), num_dense: int = NUM_DENSE, fused: bool = True,
+                 pooling: Sequence[int] = ()):
         super().__init__()
         self.dim = embedding_dim
-        self.embedding = make_embedding(table_rows, embedding_dim + 1, fused)
+        self.embedding = make_embedding(table_rows, embedding_dim + 1, fused, pooling)
         self.dense_first = nn.Linear(num_dense, 1)
         self.dense_embed = nn.Linear(num_dense, embedding_dim)
         fields = len(table_rows) + 1
@@ -155,11 +174,11 @@ class DCNv2(nn.Module):
     def __init__(self, table_rows: Sequence[int], embedding_dim: int = 16,
                  mlp_sizes: Sequence[int] = (64, 32), bottom_mlp: Sequence[int] = (64,),
                  cross_layers: int = 3, cross_rank: int = 0, num_dense: int = NUM_DENSE,
-                 fused: bool = True):
+                 fused: bool = True, pooling: Sequence[int] = ()):
         super().__init__()
         body, out = mlp(num_dense, bottom_mlp)
         self.bottom = nn.Sequential(body, nn.Linear(out, embedding_dim), nn.ReLU())
-        self.embedding = make_embedding(table_rows, embedding_dim, fused)
+        self.embedding = make_embedding(table_rows, embedding_dim, fused, pooling)
         width = (len(table_rows) + 1) * embedding_dim
         self.cross = nn.ModuleList(CrossLayer(width, cross_rank) for _ in range(cross_layers))
         top, out = mlp(width, mlp_sizes)
@@ -175,10 +194,16 @@ class DCNv2(nn.Module):
 
 def build_model(name: str, table_rows: Sequence[int], embedding_dim: int, mlp_sizes: Sequence[int],
                 bottom_mlp: Sequence[int] = (64,), cross_layers: int = 3, cross_rank: int = 0,
-                fused: bool = True) -> nn.Module:
+                fused: bool = True, pooling: Sequence[int] = (), history: int = 0,
+                attention_mlp: Sequence[int] = (80, 40)) -> nn.Module:
     if name == "deepfm":
-        return DeepFM(table_rows, embedding_dim, mlp_sizes, fused=fused)
+        return DeepFM(table_rows, embedding_dim, mlp_sizes, fused=fused, pooling=pooling)
     if name == "dcnv2":
-        return DCNv2(table_rows, embedding_dim, mlp_sizes, bottom_mlp, cross_layers, cross_rank, fused=fused)
-    raise ValueError(f"unknown model {name!r}: expected deepfm or dcnv2")
+        return DCNv2(table_rows, embedding_dim, mlp_sizes, bottom_mlp, cross_layers, cross_rank, fused=fused,
+                     pooling=pooling)
+    if name in ("dlrm", "din"):
+        import model_extra   # plain-torch DLRM and DIN (the ddp engine; TorchRec's are in rec_model)
+        return model_extra.build(name, table_rows, embedding_dim, mlp_sizes, bottom_mlp, pooling, history,
+                                 attention_mlp)
+    raise ValueError(f"unknown model {name!r}: expected deepfm, dcnv2, dlrm or din")
 

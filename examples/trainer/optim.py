@@ -25,10 +25,27 @@ class RecsysOptimizer(torch.optim.Optimizer):
     1/dim optimizer memory the planner assumes for row-wise Adagrad.
     """
 
-    def __init__(self, params: Iterable, kind: str, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+    def __init__(self, params: Iterable, kind: str, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
         if kind not in DEFAULT_LR:
             raise ValueError(f"unknown optimizer {kind!r}: expected one of {sorted(DEFAULT_LR)}")
-        super().__init__(params, dict(kind=kind, lr=lr, betas=betas, eps=eps, rows=False, rowwise=False))
+        super().__init__(params, dict(kind=kind, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      rows=False, rowwise=False))
+
+    @torch.no_grad()
+    def init_state(self) -> None:
+        """Create every state tensor now (zeros, step 0), as a checkpoint load in place needs:
+        a row-sparse group with zero gradients would otherwise create none."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if group["kind"] in ("adagrad", "rowwise_adagrad") and "sum" not in state:
+                    rowwise = group["kind"] == "rowwise_adagrad" and group["rowwise"] and p.dim() == 2
+                    state["sum"] = torch.zeros((p.shape[0], 1) if rowwise else p.shape, dtype=p.dtype, device=p.device)
+                elif group["kind"] == "adam" and "exp_avg" not in state:
+                    state["step"] = torch.zeros((), dtype=torch.float32)
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -44,6 +61,8 @@ class RecsysOptimizer(torch.optim.Optimizer):
                     if idx.numel() == 0:
                         continue
                     grad = grad.index_select(0, idx)
+                if group.get("weight_decay"):   # L2 as torch.optim / FBGEMM: on the rows updated
+                    grad = grad.add(p if idx is None else p.index_select(0, idx), alpha=group["weight_decay"])
                 self._update(group, p, grad, idx)
         return loss
 
@@ -74,12 +93,12 @@ class RecsysOptimizer(torch.optim.Optimizer):
             delta = grad * lr / (acc.sqrt() + eps)
         else:  # adam
             b1, b2 = group["betas"]
-            state["step"] = state.get("step", 0) + 1
+            state["step"] = state.get("step", 0) + 1   # a tensor after init_state()
             m = rows("exp_avg").mul_(b1).add_(grad, alpha=1 - b1)
             v = rows("exp_avg_sq").mul_(b2).addcmul_(grad, grad, value=1 - b2)
             put("exp_avg", m)
             put("exp_avg_sq", v)
-            t = state["step"]
+            t = float(state["step"])
             delta = (m / (1 - b1 ** t)) * lr / ((v / (1 - b2 ** t)).sqrt() + eps)
         if idx is None:
             p.sub_(delta)
@@ -87,11 +106,11 @@ class RecsysOptimizer(torch.optim.Optimizer):
             p.index_add_(0, idx, delta, alpha=-1)
 
 
-def build_optimizer(name: str, model: nn.Module, lr: float | None = None) -> RecsysOptimizer:
+def build_optimizer(name: str, model: nn.Module, lr: float | None = None, **kwargs) -> RecsysOptimizer:
     if name not in DEFAULT_LR:
         raise ValueError(f"unknown optimizer {name!r}: expected one of {sorted(DEFAULT_LR)}")
     emb = list(model.embedding.parameters())
     emb_ids = {id(p) for p in emb}
     dense = [p for p in model.parameters() if id(p) not in emb_ids]
     groups = [{"params": emb, "rows": True, "rowwise": True}, {"params": dense}]
-    return RecsysOptimizer(groups, name, DEFAULT_LR[name] if lr is None else lr)
+    return RecsysOptimizer(groups, name, DEFAULT_LR[name] if lr is None else lr, **kwargs)

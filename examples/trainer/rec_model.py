@@ -17,10 +17,12 @@ from typing import Sequence
 import torch
 from torch import nn
 from torchrec.models.dlrm import DLRM, DLRM_DCN
-from torchrec.modules.embedding_configs import EmbeddingBagConfig, EmbeddingConfig, PoolingType
+from torchrec.datasets.utils import Batch
+from torchrec.modules.embedding_configs import DataType, EmbeddingBagConfig, EmbeddingConfig, PoolingType
 from torchrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
+import data as data_mod
 from sharding import TARGET_SUFFIX, Plan
 
 NUM_DENSE = 13
@@ -31,16 +33,16 @@ def _init_uniform(weight: torch.Tensor) -> None:
     nn.init.uniform_(weight, -0.05, 0.05)
 
 
-def ebc_for(plan: Plan, device: torch.device) -> EmbeddingBagCollection | None:
+def ebc_for(plan: Plan, device: torch.device, data_type=DataType.FP32) -> EmbeddingBagCollection | None:
     if not plan.pooled:
         return None
     return EmbeddingBagCollection(
         tables=[EmbeddingBagConfig(name=t.name, num_embeddings=t.rows, embedding_dim=t.dim,
-                                   feature_names=[t.feature], pooling=PoolingType.SUM,
+                                   feature_names=[t.feature], pooling=PoolingType.SUM, data_type=data_type,
                                    init_fn=_init_uniform) for t in plan.pooled], device=device)
 
 
-def ec_for(plan: Plan, device: torch.device) -> EmbeddingCollection | None:
+def ec_for(plan: Plan, device: torch.device, data_type=DataType.FP32) -> EmbeddingCollection | None:
     if not plan.sequences:
         return None
     dims = {t.dim for t in plan.sequences}
@@ -48,7 +50,8 @@ def ec_for(plan: Plan, device: torch.device) -> EmbeddingCollection | None:
         raise ValueError(f"DIN sequence tables must share one dim (TorchRec EmbeddingCollection), got {sorted(dims)}")
     return EmbeddingCollection(
         tables=[EmbeddingConfig(name=t.name, num_embeddings=t.rows, embedding_dim=t.dim,
-                                feature_names=t.features, init_fn=_init_uniform) for t in plan.sequences],
+                                feature_names=t.features, data_type=data_type, init_fn=_init_uniform)
+                for t in plan.sequences],
         device=device)
 
 
@@ -73,13 +76,13 @@ class Sparse(nn.Module):
 class DeepFM(nn.Module):
     """first order (linear over dense + pooled embeddings) + FM second order + deep MLP."""
 
-    def __init__(self, plan: Plan, mlp_sizes: Sequence[int], device: torch.device):
+    def __init__(self, plan: Plan, mlp_sizes: Sequence[int], device: torch.device, data_type=DataType.FP32):
         super().__init__()
         dims = {t.dim for t in plan.pooled}
         if len(dims) != 1 or plan.sequences:
             raise ValueError(f"deepfm needs pooled tables of one dim (FM interaction), got {sorted(dims)}")
         self.dim = dims.pop()
-        self.sparse = Sparse(ebc_for(plan, device), None)
+        self.sparse = Sparse(ebc_for(plan, device, data_type), None)
         n = len(plan.pooled)
         self.dense_embed = nn.Linear(NUM_DENSE, self.dim)
         self.first = nn.Linear(NUM_DENSE + n * self.dim, 1)
@@ -103,12 +106,12 @@ class DIN(nn.Module):
     MLP over [dense, pooled tables, interest, candidate]."""
 
     def __init__(self, plan: Plan, mlp_sizes: Sequence[int], attention_mlp: Sequence[int],
-                 device: torch.device):
+                 device: torch.device, data_type=DataType.FP32):
         super().__init__()
         if not plan.sequences:
             raise ValueError("din needs a behaviour-sequence table (\"sequence\": true in RECLAUNCH_SHARDING, "
                              "or --history-length > 0)")
-        self.sparse = Sparse(ebc_for(plan, device), ec_for(plan, device))
+        self.sparse = Sparse(ebc_for(plan, device, data_type), ec_for(plan, device, data_type))
         self.seq = [(t.feature, max(1, int(round(t.pooling_factor)))) for t in plan.sequences]
         d = plan.sequences[0].dim
         att, out = mlp(4 * d, list(attention_mlp) or [80, 40], last_linear=False)
@@ -145,19 +148,20 @@ class _Logit(nn.Module):
 
 
 def build(name: str, plan: Plan, mlp_sizes: Sequence[int], bottom_mlp: Sequence[int],
-          cross_layers: int, cross_rank: int, attention_mlp: Sequence[int], device: torch.device) -> nn.Module:
+          cross_layers: int, cross_rank: int, attention_mlp: Sequence[int], device: torch.device,
+          data_type=DataType.FP32) -> nn.Module:
     """`device` is where the embedding modules are built (meta: DMP materialises the shards);
     the dense part is built on CPU and DMP moves it to the training device."""
     if name == "deepfm":
-        return DeepFM(plan, mlp_sizes, device)
+        return DeepFM(plan, mlp_sizes, device, data_type)
     if name == "din":
-        return DIN(plan, mlp_sizes, attention_mlp, device)
+        return DIN(plan, mlp_sizes, attention_mlp, device, data_type)
     if name in ("dlrm", "dcnv2"):
         dims = {t.dim for t in plan.tables}
         if len(dims) != 1 or plan.sequences:
             raise ValueError(f"{name} needs pooled tables of one dim, got {sorted(dims)}")
         d = dims.pop()
-        ebc = ebc_for(plan, device)
+        ebc = ebc_for(plan, device, data_type)
         bottom = [*bottom_mlp, d]                 # TorchRec DLRM: dense arch ends at the table dim
         over = [*mlp_sizes, 1] if not mlp_sizes or mlp_sizes[-1] != 1 else list(mlp_sizes)
         if name == "dlrm":
@@ -176,14 +180,17 @@ def sparse_modules(model: nn.Module) -> dict[str, nn.Module]:
 
 def to_kjt(plan: Plan, batch: Sequence[torch.Tensor]) -> KeyedJaggedTensor:
     """(dense, sparse [B,T], labels[, seq_ids [S,B,L], seq_lens [S,B], targets [S,B]]) -> one KJT.
-    Ids are wrapped into their table (hashed real ids may exceed it)."""
+    Ids are wrapped into their table (hashed real ids may exceed it). A pooled table with
+    pooling_factor P gets P ids per sample (data.multi_hot: the MLPerf DLRM multi-hot scheme)."""
     sparse = batch[1]
     b = sparse.shape[0]
     keys, values, lengths = [], [], []
     for i, t in enumerate(plan.pooled):
         keys.append(t.feature)
-        values.append(torch.remainder(sparse[:, i], t.rows))
-        lengths.append(torch.ones(b, dtype=torch.int64))
+        p = max(1, int(round(t.pooling_factor)))
+        ids = torch.remainder(sparse[:, i], t.rows)
+        values.append(ids if p == 1 else torch.from_numpy(data_mod.multi_hot(ids.numpy(), t.rows, p, i)).reshape(-1))
+        lengths.append(torch.full((b,), p, dtype=torch.int64))
     if plan.sequences:
         seq_ids, seq_lens, targets = batch[3], batch[4], batch[5]
         for s, t in enumerate(plan.sequences):
@@ -198,3 +205,40 @@ def to_kjt(plan: Plan, batch: Sequence[torch.Tensor]) -> KeyedJaggedTensor:
             lengths.append(torch.ones(b, dtype=torch.int64))
     return KeyedJaggedTensor.from_lengths_sync(keys=keys, values=torch.cat(values),
                                                lengths=torch.cat(lengths))
+
+
+class ToBatch:
+    """DataLoader-worker transform: the raw batch -> torchrec.datasets.utils.Batch (dense, KJT,
+    labels), the input TorchRec's train pipelines copy (pinned, non_blocking) and input-dist."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+
+    def __call__(self, batch) -> Batch:
+        return Batch(dense_features=batch[0], sparse_features=to_kjt(self.plan, batch), labels=batch[2])
+
+
+class TrainModule(nn.Module):
+    """model(dense, kjt) -> (loss, (loss, logits, labels)), the DLRMTrain contract
+    (torchrec.models.dlrm.DLRMTrain) TorchRec's train pipelines call with one Batch. The
+    forward reads only batch attributes, so the pipeline's fx tracer finds the sharded
+    modules' inputs and can run their input all-to-all a batch ahead. `autocast` wraps the
+    dense math (bf16); `loss_hook` is the drill knob of metrics.Fault."""
+
+    def __init__(self, model: nn.Module, grad_accum: int = 1, autocast=None):
+        super().__init__()
+        self.model = model
+        self.grad_accum = grad_accum
+        self.autocast = autocast
+        self.loss_hook = None
+
+    def forward(self, batch: Batch):
+        if self.autocast is not None:
+            with self.autocast():
+                logits = self.model(batch.dense_features, batch.sparse_features)
+        else:
+            logits = self.model(batch.dense_features, batch.sparse_features)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), batch.labels) / self.grad_accum
+        if self.loss_hook is not None:
+            loss = self.loss_hook(loss)
+        return loss, (loss.detach(), logits.detach(), batch.labels)

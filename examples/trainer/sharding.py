@@ -1,4 +1,4 @@
-"""The sharding plan the trainer executes (contract 1 of /work/wt/CONTRACTS.md, issue 14).
+"""The sharding plan the trainer executes (RECLAUNCH_SHARDING, described in this folder's README, "The plan"; issue 14).
 
 reclaunch's planner chooses, per table, how it is sharded and on which ranks, and hands the
 result to every training process as RECLAUNCH_SHARDING (compact JSON, see `parse`). This
@@ -106,15 +106,18 @@ def parse(text: str) -> Plan:
     return Plan(tables, world, "RECLAUNCH_SHARDING")
 
 
-def fallback(table_rows: Sequence[int], dim: int, world_size: int, history_length: int = 0) -> Plan:
+def fallback(table_rows: Sequence[int], dim: int, world_size: int, history_length: int = 0,
+             pooling: Sequence[float] = ()) -> Plan:
     """Old env: tables t0..tN from RECLAUNCH_TABLE_ROWS, table-wise round-robin over ranks.
-    DIN (history_length > 0): the last table is the behaviour sequence of that length."""
+    DIN (history_length > 0): the last table is the behaviour sequence of that length.
+    pooling: ids per sample of each pooled table (RECLAUNCH_POOLING; missing ones are 1)."""
     tables = []
     for i, rows in enumerate(table_rows):
         seq = history_length > 0 and i == len(table_rows) - 1
+        pf = float(history_length) if seq else float(pooling[i]) if i < len(pooling) else 1.0
         tables.append(Table(name=f"t{i}", rows=int(rows), dim=dim, feature=f"f{i}",
                             sharding_type="table_wise", ranks=[i % world_size],
-                            pooling_factor=float(history_length) if seq else 1.0, sequence=seq))
+                            pooling_factor=pf, sequence=seq))
     return Plan(tables, world_size, "fallback")
 
 
@@ -183,11 +186,12 @@ def for_cpu_sequences(plan: Plan, device_type: str, fused_ok: bool) -> Plan:
     return Plan(out, plan.world_size, plan.source, notes)
 
 
-def from_env(environ, table_rows: Sequence[int], dim: int, world_size: int, history_length: int = 0) -> Plan:
+def from_env(environ, table_rows: Sequence[int], dim: int, world_size: int, history_length: int = 0,
+             pooling: Sequence[float] = ()) -> Plan:
     text = environ.get("RECLAUNCH_SHARDING", "").strip()
     if text:
         return parse(text)
-    return fallback(table_rows, dim, world_size, history_length)
+    return fallback(table_rows, dim, world_size, history_length, pooling)
 
 
 def generator(table: Table, local_size: int = 1):
@@ -205,6 +209,8 @@ def generator(table: Table, local_size: int = 1):
     if kind == "column_wise":
         return sp.column_wise(ranks=table.ranks, compute_kernel=kernel)
     # table_row_wise: row-wise inside one host; the host is that of the plan's first rank.
+    # (TorchRec's helper takes no kernel: it picks fused under the in-backward optimizer;
+    # plancheck says so when the plan asked for another.)
     return sp.table_row_wise(host_index=(table.ranks[0] if table.ranks else 0) // max(local_size, 1))
 
 

@@ -15,7 +15,6 @@ newest valid checkpoint.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -33,57 +32,12 @@ import checkpoint  # noqa: E402
 import data  # noqa: E402
 import metrics  # noqa: E402
 import sharding  # noqa: E402
+import timing  # noqa: E402
 
 SIGTERM_EXIT = 128 + signal.SIGTERM
 
 
-def _ints(text: str) -> list[int]:
-    return [_int(x) for x in str(text).split(",") if x.strip()]
-
-
-def _int(text) -> int:
-    text = str(text).strip()
-    try:
-        return int(text)  # accepts 1_000_000
-    except ValueError:
-        return int(float(text))  # accepts 1e6
-
-
-def _bool(text) -> bool:
-    return str(text).strip().lower() in ("1", "true", "yes", "on")
-
-
-# flag, env var, parser, default, help
-OPTIONS = [
-    ("--model", "RECLAUNCH_MODEL", str, "deepfm", "deepfm | dcnv2 | dlrm | din"),
-    ("--engine", "RECLAUNCH_ENGINE", str, "torchrec", "torchrec (sharded by the plan) | ddp (tables replicated)"),
-    ("--batch-size", "RECLAUNCH_BATCH_SIZE", _int, 256, "micro-batch per process"),
-    ("--grad-accum", "RECLAUNCH_GRAD_ACCUM", _int, 1, "micro-batches per optimizer step"),
-    ("--precision", "RECLAUNCH_PRECISION", str, "bf16", "fp32 | tf32 | bf16 | fp16 (CPU always runs fp32)"),
-    ("--optimizer", "RECLAUNCH_OPTIMIZER", str, "adam", "sgd | adagrad | rowwise_adagrad | adam"),
-    ("--lr", "RECLAUNCH_LR", float, None, "learning rate (default per optimizer)"),
-    ("--embedding-dim", "RECLAUNCH_EMBEDDING_DIM", _int, 16, "embedding dimension"),
-    ("--table-rows", "RECLAUNCH_TABLE_ROWS", _ints, data.DEFAULT_TABLE_ROWS, "rows per table, comma-separated"),
-    ("--mlp", "RECLAUNCH_MLP", _ints, [64, 32], "deep (DeepFM) / top (DCNv2) MLP sizes"),
-    ("--bottom-mlp", "RECLAUNCH_BOTTOM_MLP", _ints, [64], "DCNv2 bottom MLP sizes (dense features)"),
-    ("--cross-layers", "RECLAUNCH_CROSS_LAYERS", _int, 3, "DCNv2 cross layers"),
-    ("--cross-rank", "RECLAUNCH_CROSS_RANK", _int, 0, "DCNv2 low-rank cross (0 = full rank)"),
-    ("--attention-mlp", "RECLAUNCH_ATTENTION_MLP", _ints, [80, 40], "DIN attention MLP sizes"),
-    ("--history-length", "RECLAUNCH_HISTORY_LENGTH", _int, 0,
-     "DIN behaviour length without RECLAUNCH_SHARDING (last table; 0: 50 for din)"),
-    ("--steps", "RECLAUNCH_STEPS", _int, 300, "total optimizer steps"),
-    ("--log-every", "RECLAUNCH_LOG_EVERY", _int, 20, "log a step= line every N steps"),
-    ("--num-workers", "RECLAUNCH_NUM_WORKERS", _int, 0, "DataLoader workers per process"),
-    ("--data-dir", "DATA_DIR", str, None, "directory of .npy / .parquet shards"),
-    ("--dataset", "RECLAUNCH_DATASET", str, "auto", "auto | synthetic | files"),
-    ("--checkpoint-dir", "CHECKPOINT_DIR", str, None, "checkpoint directory (unset: no checkpoints)"),
-    ("--checkpoint-every-minutes", "CHECKPOINT_EVERY_MINUTES", float, 15.0, "time between checkpoints"),
-    ("--checkpoint-every-steps", "RECLAUNCH_CHECKPOINT_EVERY_STEPS", _int, 0, "steps between checkpoints (0 = off)"),
-    ("--keep-checkpoints", "RECLAUNCH_KEEP_CHECKPOINTS", _int, 3, "keep the newest K checkpoints"),
-    ("--seed", "RECLAUNCH_SEED", _int, 1234, "seed for model init and synthetic data"),
-    ("--result", "RECLAUNCH_RESULT", str, None, "result JSON path (default CHECKPOINT_DIR/../result.json)"),
-    ("--fused-embedding", "RECLAUNCH_FUSED_EMBEDDING", _bool, True, "one fused EmbeddingBag (false: per table)"),
-]
+from config import OPTIONS, parse_config  # noqa: E402,F401  (re-exported)
 
 
 @dataclass
@@ -100,33 +54,7 @@ class Dist:
         return self.rank == 0
 
 
-def parse_config(argv: list[str] | None = None, environ=None) -> argparse.Namespace:
-    environ = os.environ if environ is None else environ
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for flag, env, _, default, help_ in OPTIONS:
-        parser.add_argument(flag, default=None, help=f"{help_} [env {env}; default {default}]")
-    args = parser.parse_args(argv)
-    for flag, env, conv, default, _ in OPTIONS:
-        key = flag[2:].replace("-", "_")
-        raw = getattr(args, key)
-        if raw is None and environ.get(env, "") != "":
-            raw = environ[env]
-        try:
-            setattr(args, key, default if raw is None else conv(raw))
-        except ValueError:
-            parser.error(f"{flag} / {env}: cannot parse {raw!r}")
-    choices = {"model": ("deepfm", "dcnv2", "dlrm", "din"), "engine": ("torchrec", "ddp"), "precision": ("fp32", "tf32", "bf16", "fp16"),
-               "optimizer": ("sgd", "adagrad", "rowwise_adagrad", "adam"),
-               "dataset": ("auto", "synthetic", "files")}
-    for key, allowed in choices.items():
-        if getattr(args, key) not in allowed:
-            parser.error(f"--{key.replace('_', '-')}: {getattr(args, key)!r} is not one of {', '.join(allowed)}")
-    if args.batch_size < 1 or args.grad_accum < 1 or args.steps < 0 or args.log_every < 1:
-        parser.error("batch size, grad accumulation and log interval must be >= 1, steps >= 0")
-    return args
-
-
-def init_distributed() -> Dist:
+def init_distributed(timeout_minutes: float = 10.0) -> Dist:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -147,6 +75,10 @@ def init_distributed() -> Dist:
     if world > 1:
         # MASTER_ADDR/PORT, RANK, WORLD_SIZE come from torchrun or the PyTorchJob operator.
         backend = "nccl" if cuda else "gloo"
+        # A bounded collective timeout (a dead peer fails the step instead of hanging a billed
+        # node for NCCL's default), and device_id so NCCL binds its communicator to our GPU at
+        # init instead of guessing it at the first collective.
+        kw = {"timeout": timedelta(minutes=timeout_minutes), **({"device_id": device} if cuda else {})}
         if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
             # torchrun's c10d rendezvous keeps ONE agent TCPStore across restarts and gives
             # workers no per-attempt prefix: a restarted group can read the dead group's
@@ -154,9 +86,9 @@ def init_distributed() -> Dist:
             base = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
                                  is_master=False, timeout=timedelta(minutes=30))
             store = dist.PrefixStore(f"reclaunch/attempt_{restarts}", base)
-            dist.init_process_group(backend, store=store, rank=rank, world_size=world)
+            dist.init_process_group(backend, store=store, rank=rank, world_size=world, **kw)
         else:
-            dist.init_process_group(backend, init_method="env://")
+            dist.init_process_group(backend, init_method="env://", **kw)
     return Dist(rank, world, local_rank, device, restarts, nccl_log)
 
 
@@ -194,27 +126,48 @@ def config_fingerprint(args, plan=None) -> dict:
 
 
 def make_engine(args, d: Dist, log):
-    """-> (engine, sharding plan or None). Imports torchrec only for the torchrec engine."""
-    if args.engine == "ddp":
-        from engine_ddp import DDPEngine
-        return DDPEngine(args, d, log), None
-    from engine_rec import RecEngine
+    """-> (engine, plan). Imports torchrec only for the torchrec engine; a plan, precision or
+    memory the engine cannot run is ONE line on stderr and exit 1 (no traceback, no hang)."""
+    import precision
 
-    if not dist.is_initialized():  # DMP needs a process group even for one process
-        dist.init_process_group("nccl" if d.device.type == "cuda" else "gloo", store=dist.HashStore(),
-                                rank=0, world_size=1)
     history = args.history_length or (50 if args.model == "din" else 0)
     try:
         plan = sharding.from_env(os.environ, args.table_rows, args.embedding_dim, d.world_size,
-                                 history if args.model == "din" else 0)
+                                 history if args.model == "din" else 0, args.pooling)
+        if args.engine == "ddp":
+            from engine_ddp import DDPEngine
+            return DDPEngine(args, d, log, plan), plan
+        from engine_rec import RecEngine
+
+        if not dist.is_initialized():  # DMP needs a process group even for one process
+            dist.init_process_group("nccl" if d.device.type == "cuda" else "gloo", store=dist.HashStore(),
+                                    rank=0, world_size=1)
         return RecEngine(args, d, plan, log), plan
-    except (sharding.PlanError, ValueError) as exc:
+    except (sharding.PlanError, precision.PrecisionError, ValueError) as exc:
         raise SystemExit(f"error: {exc}") from None
+
+
+class TimedIter:
+    """The loader as an iterator that adds the host time blocked in next() to `wait`."""
+
+    def __init__(self, it, fault):
+        self.it, self.fault, self.wait = it, fault, 0.0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        t0 = time.perf_counter()
+        batch = next(self.it)
+        if self.fault.slow_data:
+            time.sleep(self.fault.slow_data)
+        self.wait += time.perf_counter() - t0
+        return batch
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_config(argv)
-    d = init_distributed()
+    d = init_distributed(args.nccl_timeout_minutes)
 
     def log(msg: str) -> None:
         if d.is_main:
@@ -225,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     fault = metrics.Fault(os.environ.get("RECLAUNCH_FAULT"), d.rank)
     torch.manual_seed(args.seed)
     engine, plan = make_engine(args, d, log)
+    sharded = engine.name == "torchrec"
     fingerprint = config_fingerprint(args, plan)
     if d.is_main and args.checkpoint_dir:
         os.makedirs(args.checkpoint_dir, exist_ok=True)
@@ -233,43 +187,47 @@ def main(argv: list[str] | None = None) -> int:
     if found:
         log(f"info resumed_from_step={start_step} checkpoint={found}")
     engine.wrap()
-    if d.device.type != "cuda" and args.precision != "fp32":
-        log(f"info precision={args.precision} requested; CPU trains in fp32")
     if fault.active:
         metrics.write_line(f"info fault_injection rank={d.rank} {fault.describe()}")
 
-    sequences = [(t.rows, max(1, int(round(t.pooling_factor)))) for t in plan.sequences] if plan else []
-    rows = [t.rows for t in plan.pooled] if plan else args.table_rows
-    source = data.make_source(args.dataset, args.data_dir, rows, args.batch_size,
+    sequences = [(t.rows, max(1, int(round(t.pooling_factor)))) for t in plan.sequences]
+    source = data.make_source(args.dataset, args.data_dir, [t.rows for t in plan.pooled], args.batch_size,
                               args.seed, d.rank, d.world_size, sequences=sequences)
-    batches = iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
-                               pin_memory=d.device.type == "cuda"))
+    batches = TimedIter(iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
+                                         pin_memory=d.device.type == "cuda", transform=engine.transform())),
+                        fault)
     per_rank_step = args.batch_size * args.grad_accum
     samples_per_step = per_rank_step * d.world_size
     log(f"info model={args.model} world_size={d.world_size} device={d.device.type} "
         f"dataset={type(source).__name__} params={engine.params} "
         f"start_step={start_step} steps={args.steps} restarts={d.restarts}")
     log(f"info engine={engine.name} {engine.describe()}")
-    if plan:
+    if sharded:
         mine, replicated = engine.local_tables()
         metrics.write_line(f"info placement rank={d.rank} sharded={','.join(mine) or '-'} "
                            f"replicated={','.join(replicated) or '-'}")
 
     first_loss = extras.get("first_loss")
-    window_loss, window_steps = 0.0, 0
     final_loss = extras.get("final_loss")
+    loss_window = []                       # device scalars, read on logging steps only
     last_ckpt_time = t_window = t_start = time.monotonic()
     ckpt_seconds = args.checkpoint_every_minutes * 60.0
     window, run = metrics.Interval(), metrics.Interval()
+    clock = timing.StepClock(d.device)
+    lagged = timing.LaggedFlags(d.device, d.world_size)
     nccl = metrics.NcclProbe(d.nccl_log)
     grad_norm = None
+    pipeline = getattr(engine, "pipeline", None)
 
-    def save(step: int) -> None:
+    def save(step: int, background: bool = False) -> None:
         if args.checkpoint_dir:
+            if fault.slow_save:
+                time.sleep(fault.slow_save)
             meta = {"config": fingerprint, "world_size": d.world_size, **engine.checkpoint_meta(),
                     "extras": {"first_loss": first_loss, "final_loss": final_loss}}
-            path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints)
-            log(f"info checkpoint step={step} path={path}")
+            path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints,
+                               **({"background": True} if background else {}))
+            log(f"info checkpoint step={step} path={path}{' async=true' if getattr(engine, 'saved_async', False) else ''}")
 
     def summary(step: int, status: str) -> dict:
         elapsed = time.monotonic() - t_start
@@ -289,72 +247,89 @@ def main(argv: list[str] | None = None) -> int:
                            **{k: v / n for k, v in iv.sums.items()}, peak_mem_bytes=mem, mem_kind=kind,
                            loss=loss, grad_norm=grad_norm, nccl_transport=transport, gdr=gdr, **extra))
 
+    def stop_now(step: int) -> int:
+        nonlocal final_loss
+        save(step)
+        write_result(args, summary(step, "interrupted")) if d.is_main else None
+        log(f"info sigterm step={step} exit={SIGTERM_EXIT}")
+        _shutdown(d.world_size > 1)
+        return SIGTERM_EXIT
+
     step = start_step
     engine.model.train()
     while step < args.steps:
-        t_step = time.perf_counter()
-        wait = fwd_bwd = 0.0
-        step_loss = torch.zeros((), device=d.device)
-        for _ in range(args.grad_accum):
-            t0 = time.perf_counter()
-            batch = next(batches)
-            if fault.slow_data:
-                time.sleep(fault.slow_data)
-            batch = engine.prepare(batch)
-            t1 = time.perf_counter()
-            if fault.straggle:
-                time.sleep(fault.straggle)
-            step_loss += engine.forward_backward(batch, fault.loss_hook(step + 1))
-            wait, fwd_bwd = wait + t1 - t0, fwd_bwd + time.perf_counter() - t1
+        engine.set_lr(step + 1)
+        batches.wait = 0.0
+        m0 = clock.mark()
+        hook = fault.loss_hook(step + 1)
+        if fault.straggle:
+            time.sleep(fault.straggle)
+        if pipeline is not None:
+            # zero_grad, forward, backward and the optimizer step all happen inside; the
+            # pipeline already holds the next batches (copied, input-dist started).
+            m1 = clock.mark()
+            step_loss = engine.pipeline_step(batches, hook)
+            m2 = m3 = clock.mark()
+        else:
+            step_loss = torch.zeros((), device=d.device)
+            m1 = None
+            for _ in range(args.grad_accum):
+                batch = engine.prepare(next(batches))
+                m1 = m1 or clock.mark()
+                step_loss += engine.forward_backward(batch, hook)
+            m2 = clock.mark()
         logging = (step + 1) % args.log_every == 0 or step + 1 == args.steps
         if logging:
             grad_norm = engine.dense_grad_norm()
-        t2 = time.perf_counter()
-        engine.optimizer_step()
-        t3 = time.perf_counter()
+        if pipeline is None:
+            engine.optimizer_step()
+            m3 = clock.mark()
         step += 1
 
-        # One small collective per step: global mean loss, and agreement on stop/checkpoint
-        # so every rank leaves the loop at the same step (SIGTERM may reach ranks apart).
+        # One small collective per step: agreement on stop/checkpoint so every rank leaves
+        # the loop at the same step (SIGTERM may reach ranks apart). Read one step late on
+        # CUDA (timing.LaggedFlags): no per-step device sync.
         now = time.monotonic()
         due = (args.checkpoint_every_steps > 0 and step % args.checkpoint_every_steps == 0) or \
               (ckpt_seconds > 0 and now - last_ckpt_time >= ckpt_seconds)
-        flags = torch.stack([step_loss.float(), torch.tensor(float(stop.set), device=d.device),
-                             torch.tensor(float(due), device=d.device)])
-        if d.world_size > 1:
-            dist.all_reduce(flags)
-        loss_sum, stop_n, due_n = flags.tolist()
-        t4 = time.perf_counter()
-        comm_in_fwd_bwd = engine.clock.take()
-        for iv in (window, run):
-            iv.steps += 1
-            iv.add(step_s=t4 - t_step, data_wait_s=wait, fwd_bwd_s=max(0.0, fwd_bwd - comm_in_fwd_bwd),
-                   optimizer_s=t3 - t2, comm_s=comm_in_fwd_bwd + t4 - t3)
-        mean_loss = loss_sum / d.world_size
-        if first_loss is None:
-            first_loss = mean_loss
-        window_loss += mean_loss
-        window_steps += 1
-        if step % args.log_every == 0 or step == args.steps:
+        values = [float(stop.set), float(due)]
+        agreed = lagged.push(values) if step < args.steps else (lagged.flush() or lagged.push(values))
+        m4 = clock.mark()
+        clock.add((m0, m1, m2, m3, m4), batches.wait, engine.clock.take(m2), wait_inside=pipeline is not None)
+        loss_window.append(step_loss.detach())
+        if logging:
+            losses = torch.stack(loss_window).float()
+            if d.world_size > 1:
+                dist.all_reduce(losses)
+            values = (losses / d.world_size).tolist()
+            if first_loss is None:
+                first_loss = values[0]
+            final_loss = sum(values) / len(values)
             now = time.monotonic()
-            final_loss = window_loss / window_steps
+            for parts in clock.resolve():
+                for iv in (window, run):
+                    iv.steps += 1
+                    iv.add(**parts)
             log(f"step={step} loss={final_loss:.4f} "
-                f"samples_per_s={window_steps * samples_per_step / max(now - t_window, 1e-9):.1f}")
+                f"samples_per_s={len(values) * samples_per_step / max(now - t_window, 1e-9):.1f}")
             emit(step, window, final_loss)
             window.reset()
-            window_loss, window_steps, t_window = 0.0, 0, now
+            loss_window, t_window = [], now
+        if agreed is None:
+            continue
+        stop_n, due_n = agreed
         if stop_n > 0:
-            if window_steps:
-                final_loss = window_loss / window_steps
-            save(step)
-            write_result(args, summary(step, "interrupted")) if d.is_main else None
-            log(f"info sigterm step={step} exit={SIGTERM_EXIT}")
-            _shutdown(d.world_size > 1)
-            return SIGTERM_EXIT
+            if loss_window:      # every rank stops at this step: one more collective is safe
+                losses = torch.stack(loss_window).float()
+                if d.world_size > 1:
+                    dist.all_reduce(losses)
+                final_loss = float(losses.mean()) / d.world_size
+            return stop_now(step)
         if due_n > 0 and step < args.steps:
-            save(step)
+            save(step, background=args.checkpoint_async)
             last_ckpt_time = time.monotonic()
 
+    engine.finish()   # a background checkpoint still being written
     if step > start_step or not engine.list_checkpoints(args.checkpoint_dir or ""):
         save(step)
     result = summary(step, "completed")

@@ -1,6 +1,6 @@
 """Per-fabric NCCL / libfabric environment and pod requirements.
 
-The data lives in `fabric_profiles.PROFILES` (one table, each row with source and date); this
+The data lives in `fabric/profiles.py` and `fabric/generations.py` (PROFILES: one table, each row with source and date); this
 module only looks rows up and turns them into values a renderer merges into a pod spec:
 
     prof = profile_for("aws", "p5.48xlarge", spec.interconnect.inter_node, catalog)

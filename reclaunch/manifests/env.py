@@ -96,8 +96,10 @@ def job_env(plan: "Plan", *, local_root: str | Path | None = None,
         "CHECKPOINT_EVERY_MINUTES": _num(job.checkpoint.every_minutes),
     }
     if getattr(plan, "sharding", None) is not None:
-        # CONTRACTS.md 1: the per-table plan the trainer executes (TorchRec sharding types).
+        # RECLAUNCH_SHARDING (examples/trainer/README.md, "The plan"): the per-table plan the trainer executes (TorchRec sharding types).
         env["RECLAUNCH_SHARDING"] = sharding_json(plan)
+    if model.embedding_dtype != "fp32":   # the dtype the planner budgets the tables in (trainer: precision.py)
+        env["RECLAUNCH_EMBEDDING_DTYPE"] = model.embedding_dtype
     if model.bottom_mlp:
         env["RECLAUNCH_BOTTOM_MLP"] = _csv(model.bottom_mlp)
     if model.cross_layers:

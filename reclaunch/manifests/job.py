@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from reclaunch.manifests import rdzv
 from reclaunch.manifests.restarts import backoff_limit
 from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG as CLUSTER_LABEL, MANAGED_TAG as MANAGED_LABEL
+from reclaunch.tags import JOB_NAME_LABEL, PYTORCHJOB_API
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -35,7 +36,11 @@ SPOT_TOLERATIONS = (
     {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
 )
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-JOB_NAME_LABEL = "training.kubeflow.org/job-name"   # the operator sets it on every pod
+GRACE_SECONDS = 120          # AWS gives 2 minutes' notice of a spot reclaim: use it to checkpoint
+# torchrun SIGKILLs its workers 30 s after forwarding SIGTERM unless told otherwise
+# (torch/distributed/run.py --shutdown-timeout, env TORCH_ELASTIC_SHUTDOWN_TIMEOUT): give the
+# workers the pod's grace period minus a few seconds for torchrun itself to exit.
+SHUTDOWN_TIMEOUT = GRACE_SECONDS - 5
 
 
 def labels(plan: "Plan", **extra: str) -> dict[str, str]:
@@ -51,36 +56,28 @@ def _meta(plan: "Plan", name: str, namespaced: bool = True, **extra_labels: str)
 
 
 def _launcher(command: list[str], args: list[str]) -> tuple[list[str], list[str]]:
-    """Run the user's script under torchrun, which reads the operator's PET_* variables.
+    """Run the user's script under torchrun, which reads the operator's PET_* variables
+    (manifests/launcher.py: the rule `cloud: local` uses too). A command that already is
+    torchrun, or is not python, is the user's own launcher, kept as is."""
+    from reclaunch.manifests.launcher import is_torchrun, torchrun_tail
 
-    `python x.py` becomes `torchrun x.py`; a command that already is torchrun (or
-    torch.distributed.run) is kept; anything else is the user's own launcher, kept as is.
-    """
-    head = command[0].rsplit("/", 1)[-1]
-    if head == "torchrun" or "torch.distributed.run" in command:
+    if is_torchrun(command):
         return command, args
-    if head.startswith("python") and len(command) > 1 and command[1] != "-c":
-        rest = command[1:]
-        if rest[0] == "-m":
-            return ["torchrun", "--module", *rest[1:]], args
-        return ["torchrun", *rest], args
-    return command, args
+    tail = torchrun_tail(command)
+    return (["torchrun", *tail], args) if tail else (command, args)
 
 
 def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
-    """Requests/limits for one training pod: the node minus what the system keeps.
-
-    Kubelet, the CNI, device plugins and log agents need room: we leave 6% of vCPUs (at least
-    2) and 8% of memory (at least 8 GiB), close to EKS/GKE/AKS allocatable on GPU instances.
-    """
+    """Requests/limits for one training pod: the whole node the managed Kubernetes leaves to
+    pods (manifests/allocatable.py: the kubelet's reserve, eviction threshold, the add-on
+    DaemonSets' allowance and the stack's hugepages), the same figure the schedulability check
+    fits pods against, so the request and the check cannot disagree."""
     req = requirements(plan)
     limits: dict[str, Any] = dict(req.resources)
     requests: dict[str, Any] = dict(req.resources)
     offer = plan.offer
     if offer is not None:
-        cpu = max(1, offer.vcpus - max(2, math.ceil(offer.vcpus * 0.06)))
-        mem_gib = max(1, int(offer.ram_gib - max(8.0, offer.ram_gib * 0.08)))
-        mem_gib = min(mem_gib, _allocatable_gib(offer, requests))   # small nodes (a2-highgpu-1g)
+        cpu, mem_gib = _allocatable(offer, requests)
         requests.update({"cpu": str(cpu), "memory": f"{mem_gib}Gi"})
         limits["memory"] = f"{mem_gib}Gi"   # no CPU limit: throttling hurts the dataloader
     elif any(k.startswith("hugepages-") for k in requests):
@@ -89,15 +86,14 @@ def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
     return {"requests": requests, "limits": limits}
 
 
-def _allocatable_gib(offer, requests: dict[str, Any]) -> int:
-    """Whole GiB the node's managed k8s leaves to pods (manifests.allocatable): on a small node
-    (79 GiB a2-highgpu-1g) the flat 8% would ask for more memory than the node advertises."""
+def _allocatable(offer, requests: dict[str, Any]) -> tuple[int, int]:
+    """(whole cores, whole GiB) a node of this offer leaves to one pod (manifests.allocatable)."""
     from reclaunch.manifests.allocatable import allocatable
     from reclaunch.manifests.apiserver import quantity
 
     huge = {k: int(quantity(v)) for k, v in requests.items() if k.startswith("hugepages-")}
-    mem = allocatable(offer.cloud, offer.vcpus, offer.ram_gib, huge).resources()["memory"]
-    return max(1, int(mem / 2**30))
+    res = allocatable(offer.cloud, offer.vcpus, offer.ram_gib, huge).resources()
+    return max(1, int(res["cpu"])), max(1, int(res["memory"] / 2**30))
 
 
 def multi_node(plan: "Plan") -> bool:
@@ -160,14 +156,23 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     # A single-node job gets no fabric NCCL settings (plan.nccl_env has the network's).
     nccl = (None if multi_node(plan) else
             nccl_env(fabric_profile(plan), spec.nccl.env, debug=spec.nccl.debug))
-    env = {**req.env, **job_env(plan, nccl=nccl)}
+    env = {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(SHUTDOWN_TIMEOUT), **req.env, **job_env(plan, nccl=nccl)}
     if req.exit_file:
         env["RECLAUNCH_EXIT_FILE"] = req.exit_file
     command, args = _launcher(list(spec.job.command), list(spec.job.args))
     lines = [ld_library_export(req.ld_library_path)] if req.ld_library_path else []
     if req.exit_file:
-        # TCPX's sidecar runs until this file appears; without it the pod never completes.
-        lines += [f"trap 'touch {shlex.quote(req.exit_file)}' EXIT", shlex.join([*command, *args])]
+        # TCPX's sidecar runs until this file appears; without it the pod never completes. The
+        # shell must outlive the launcher to touch it, so it cannot `exec`; as PID 1 it would
+        # then swallow the kubelet's SIGTERM (PID 1 has no default handlers): forward it.
+        lines += [f"trap 'touch {shlex.quote(req.exit_file)}' EXIT",
+                  shlex.join([*command, *args]) + " &",
+                  'child=$!',
+                  "trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT",
+                  'wait "$child"; rc=$?',
+                  # a trapped signal interrupts `wait`; the child (zombie or alive) is still ours
+                  'while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done',
+                  'exit "$rc"']
     elif lines:
         lines.append("exec " + shlex.join([*command, *args]))
     if lines:
@@ -203,7 +208,7 @@ def pod_template(plan: "Plan", container: dict[str, Any], req: Any, *, job_name:
     pod: dict[str, Any] = {
         "nodeSelector": node_selector,
         "tolerations": tolerations,
-        "terminationGracePeriodSeconds": 120,   # AWS gives 2 minutes' notice: use it to checkpoint
+        "terminationGracePeriodSeconds": GRACE_SECONDS,
         "containers": [container, *req.sidecars],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": req.shm_size}},
                     *volumes, *req.volumes],
@@ -220,8 +225,10 @@ def pod_template(plan: "Plan", container: dict[str, Any], req: Any, *, job_name:
 
 def budget_deadline_seconds(plan: "Plan") -> int | None:
     """activeDeadlineSeconds: the job stops once the budget would be spent at the planned rate."""
+    from reclaunch.planner.cost import cluster_usd_per_hour
+
     budget = plan.spec.budget.max_usd
-    rate = plan.cost.spot_usd_per_hour if plan.spot else plan.cost.on_demand_usd_per_hour
+    rate = cluster_usd_per_hour(plan)    # the same hourly figure the budget guard uses
     if not budget or not rate:
         return None
     return max(60, int(budget / rate * 3600))
@@ -258,7 +265,7 @@ def pytorch_job(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict[s
             replicas["Worker"] = {"replicas": plan.nodes - 1, "restartPolicy": "OnFailure",
                                   "template": copy.deepcopy(template)}
         job_spec["pytorchReplicaSpecs"] = replicas
-    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+    return {"apiVersion": PYTORCHJOB_API, "kind": "PyTorchJob",
             "metadata": _meta(plan, plan.name), "spec": job_spec}
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from reclaunch.tags import PYTORCHJOB_API
+
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
@@ -26,7 +28,7 @@ class Launch:
     def job_ref(self) -> tuple[str, str, str, str]:
         """(apiVersion, kind, name, namespace) of the training job."""
         md = (self.job or {}).get("metadata") or {}
-        return ((self.job or {}).get("apiVersion", "kubeflow.org/v1"),
+        return ((self.job or {}).get("apiVersion", PYTORCHJOB_API),
                 (self.job or {}).get("kind", JOB_KINDS[0]),
                 md.get("name") or self.plan.name, md.get("namespace") or self.plan.spec.namespace)
 

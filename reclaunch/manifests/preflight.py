@@ -17,7 +17,7 @@ from reclaunch.fabric import FabricProfile, ld_library_export, nccl_env, pod_req
 # (reclaunch/fabric/nccl_logs.py); diagnose reads the same lines. Re-exported for the verdict.
 from reclaunch.fabric.nccl_logs import (NcclDebug, NcclLogError, NcclTestResult,  # noqa: F401
                                         NcclTestRow, parse_nccl_debug, parse_nccl_tests)
-from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
+from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG, PYTORCHJOB_API
 
 # Why not the nccl-tests binary: all_reduce_perf bootstraps its ranks through MPI (or a PMI
 # launcher such as srun); a PyTorchJob gives torchrun's PET_* variables (PET_NNODES,
@@ -180,7 +180,7 @@ def nccl_tests_job(name: str, namespace: str, image: str, nodes: int, gpus_per_n
     if nodes > 1:
         specs["Worker"] = replica(nodes - 1)
     return {
-        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "apiVersion": PYTORCHJOB_API, "kind": "PyTorchJob",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(meta_labels)},
         "spec": {
             "nprocPerNode": str(gpus_per_node),

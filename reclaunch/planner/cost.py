@@ -148,3 +148,14 @@ def headline_usd(cost: Cost, spot: bool) -> float | None:
     if spot and cost.spot_total_usd is not None:
         return cost.spot_total_usd
     return cost.on_demand_total_usd
+
+
+def cluster_usd_per_hour(plan) -> float:
+    """What the running cluster costs per hour: the instances at the planned basis (spot when
+    the plan is spot) plus the control plane's share. The budget guard, the journal and the
+    job's activeDeadlineSeconds all use this one figure."""
+    c = plan.cost
+    rate = float((c.spot_usd_per_hour if plan.spot else None) or c.on_demand_usd_per_hour or 0.0)
+    if plan.duration_hours and plan.duration_hours > 0:
+        rate += float(c.control_plane_usd or 0.0) / plan.duration_hours
+    return rate

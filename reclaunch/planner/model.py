@@ -78,7 +78,7 @@ class Sharding:
     stands_on: dict[str, Any] = field(default_factory=dict)
 
     def contract(self) -> dict[str, Any]:
-        """RECLAUNCH_SHARDING (CONTRACTS.md 1): what the trainer executes."""
+        """RECLAUNCH_SHARDING: what the trainer executes (examples/trainer/README.md, "The plan")."""
         return {"version": 1, "world_size": self.world_size, "engine": "torchrec",
                 "tables": [t.contract() for t in self.tables]}
 

@@ -13,7 +13,10 @@ from reclaunch.planner.memory import GIB, Fixed, table_bytes
 from reclaunch.planner.model import RankLoad, Sharding, TableShard
 from reclaunch.planner.perf import Hardware, collective_latency_seconds, step_overhead_seconds
 from reclaunch.planner.shard_cost import Ctx, options
-from reclaunch.planner.sharding import PIN, Eval, StepCtx, TableIn, evaluate, search
+from reclaunch.planner.shard_search import search
+from reclaunch.planner.sharding import Eval, StepCtx, TableIn, evaluate
+from reclaunch.spec.sharders import (EC, MODULE_SHARDING, PIN, TORCHREC_VERSION, is_sequence,
+                                     kernel_for, pin_problems)
 
 SHORT = {"data_parallel": "DP", "table_wise": "TW", "row_wise": "RW", "column_wise": "CW",
          "table_row_wise": "TWRW"}
@@ -34,17 +37,19 @@ def _ctx(spec, hw: Hardware, budget: float, nodes: int, gpn: int) -> Ctx:
 
 def tables_in(spec) -> list[TableIn]:
     m = spec.model
-    # DIN's behaviour sequence: the tables looked up many times per sample (memory.dense_shape
-    # treats the same tables as the attention's sequence features).
-    seq = m.preset == "din"
+    # sequence: DIN's behaviour sequence, an EmbeddingCollection in the trainer
     return [TableIn(t.name, int(t.rows), int(t.dim or m.embedding_dim), float(t.pooling_factor),
-                    seq and t.pooling_factor > 1, t.sharding) for t in m.tables]
+                    is_sequence(m, t), t.sharding) for t in m.tables]
 
 
 def check_pins(spec, device: str) -> None:
-    """A pinned type the target cannot execute is bad input (exit 2), said in one line."""
+    """A pinned type the target or the table's TorchRec module cannot execute is bad input
+    (exit 2), said in one line (validate says the module part already; this covers specs
+    built in code)."""
     ok = constants()["sharding"]["supported"][device]
     m = spec.model
+    for path, msg in pin_problems(m):
+        raise SpecError(f"{spec.where(*path)}: {msg}")
     if m.sharding not in ("auto",) and PIN[m.sharding] not in ok:
         raise SpecError(f"{spec.where('model', 'sharding')}: {m.sharding} cannot run on this "
                         f"target ({device}: {', '.join(ok)})")
@@ -74,24 +79,27 @@ def rate(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: int, 
     ctx, sc = _contexts(spec, hw, fixed, capacity, nodes, gpn, dense_s, dense_bwd_s, dense_ar_bytes)
     opts, pinned = [], {}
     for i, (t, (kind, ranks, pieces)) in enumerate(zip(tables_in(spec), assignment)):
+        if kind == "table_row_wise" and nodes == 1:
+            kind = "row_wise"          # TorchRec's table_row_wise on one host is row-wise over it
+        if kind == "column_wise" and pieces == 1:
+            kind = "table_wise"        # one column shard holds the whole table on one rank
         cands = options(ctx, i, t.rows, t.dim, t.pooling_factor, t.sequence, (kind,))
+        if kind == "column_wise":
+            cands = [o for o in cands if o.pieces == pieces]
         if not cands:
             raise ValueError(f"{t.name}: no {kind} option with {pieces} shard(s) in this model")
-        opts.append(min(cands, key=lambda o: abs(o.pieces - pieces)))
+        opts.append(cands[0])
         if ranks and kind != "data_parallel":
             pinned[i] = list(ranks)
     return evaluate(ctx, sc, opts, pinned)
 
 
 def _kernel(o, dim: int) -> str:
-    """TorchRec compute kernel of one table's plan. FBGEMM's fused (TBE) kernels need a shard
-    width divisible by 4 (pytorch/torchrec torchrec/distributed/batched_embedding_kernel.py,
-    _assert_local_cols_divisible_by_4, called by BatchedFusedEmbeddingBag); the dense kernel has
-    no such limit, so e.g. the DIN preset's dim-18 tables get it instead of failing at start-up."""
-    if o.kind == "data_parallel":
-        return "dense"
+    """TorchRec compute kernel of one table's plan (reclaunch.spec.sharders.KERNELS): dense for
+    data-parallel; fused where FBGEMM's TBE takes the shard width (divisible by 4), else dense,
+    so e.g. dim-18 tables do not fail at start-up. kinds_for never plans a type without one."""
     width = o.dim if o.kind == "column_wise" and o.dim else dim
-    return "fused" if width % 4 == 0 else "dense"
+    return kernel_for(o.kind, width) or "dense"
 
 
 def plan_sharding(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: int,
@@ -106,7 +114,7 @@ def plan_sharding(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, g
     shards = [TableShard(name=t.name, rows=t.rows, dim=t.dim, pooling_factor=t.pooling_factor,
                          feature=t.name, sequence=t.sequence, sharding_type=o.kind,
                          compute_kernel=_kernel(o, t.dim),
-                         # contract 1: a data-parallel table lists no ranks (it is on all)
+                         # RECLAUNCH_SHARDING: a data-parallel table lists no ranks (it is on all)
                          ranks=[] if o.kind == "data_parallel" else list(ev.ranks[i]),
                          pinned=bool(t.pin or pin_all), memory_bytes_per_rank=o.mem,
                          step_seconds_per_rank=o.piece_s + o.dp_opt_s)
@@ -151,8 +159,13 @@ def _explain(spec, sh: Sharding, ev: Eval, uniform: dict[str, Eval], ctx: Ctx, p
         counts[t.sharding_type] = counts.get(t.sharding_type, 0) + 1
     mix = ", ".join(f"{n} {k}" for k, n in counts.items())
     how = ("pinned by the spec" if pin_all else
-           "chosen per table by modeled step time (TorchRec-style estimator and greedy partitioner)")
+           "chosen per table by modeled step time (TorchRec-style estimator; seeded with "
+           "TorchRec's heuristics, greedy and uniform proposals, then improved by local moves)")
     lines = [f"sharding: {mix}; {how}"]
+    seq = [t.name for t in sh.tables if t.sequence]
+    if seq:
+        lines.append(f"{', '.join(seq)}: behaviour sequence, a TorchRec EmbeddingCollection: "
+                     f"{', '.join(MODULE_SHARDING[EC])} only (torchrec {TORCHREC_VERSION} sharder)")
     alt = [f"{SHORT[k]} {e.total * 1e3:.2f} ms" + (" (does not fit)" if e.overflow > 0 else "")
            for k, e in uniform.items()]
     if alt:

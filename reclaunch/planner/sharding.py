@@ -1,32 +1,31 @@
-"""Per-table sharding chosen by modeled step time, the way TorchRec's planner does it.
+"""Per-table sharding rated by modeled step time, the way TorchRec's planner does it.
 
     options (shard_cost.py)  every executable sharding type per table, with per-shard time
                              and memory (TorchRec's estimator formulas, our hardware figures)
-    propose                  each table's cheapest option by rank-seconds (TorchRec's greedy
-                             proposer), plus every all-one-type plan (its uniform proposer)
+    kinds_for                which types a table may get (device, TorchRec module, kernel,
+                             no splitting of tiny tables or into more shards than rows)
     partition                largest shard first onto the least-loaded rank that has the
-                             memory for it (TorchRec's GreedyPerfPartitioner)
-    improve                  re-shard the tables on the slowest rank while the step gets faster
+                             memory for it (TorchRec's GreedyPerfPartitioner), or given ranks
+    evaluate                 the step a plan is rated by
+    shard_search.py          the search over these (seeds, bounded local improvement)
 
-The step a plan is rated by is the slowest rank's embedding work (lookups + the all-to-all
-it sends or receives) plus the dense compute, the all-reduce overlap does not hide
-(dense gradients + data-parallel tables), fixed overhead and collective latencies.
+The step is the slowest rank's embedding work (lookups + the all-to-all it sends or
+receives) plus the dense compute, the all-reduce overlap does not hide (dense gradients +
+data-parallel tables), fixed overhead and collective latencies.
 `model.sharding` / a table's `sharding` pin the type; the ranks are still planned.
 """
 
 from __future__ import annotations
 
 import heapq
-from functools import lru_cache
 from dataclasses import dataclass, field
 
 from reclaunch.planner.constants import constants
 from reclaunch.planner.shard_cost import Ctx, Option, options
 from reclaunch.planner.perf import hierarchical_allreduce_seconds
+from reclaunch.spec.sharders import EBC, EC, MODULE_SHARDING, PIN, kernel_for  # noqa: F401
 
 KINDS = ("data_parallel", "table_wise", "row_wise", "column_wise", "table_row_wise")
-PIN = {"data": "data_parallel", "table_wise": "table_wise", "row_wise": "row_wise",
-       "column_wise": "column_wise", "table_row_wise": "table_row_wise"}
 
 
 @dataclass(frozen=True)
@@ -213,7 +212,7 @@ def _latency(ctx: Ctx, sc: StepCtx, kinds: dict[str, int]) -> float:
     return n * constants()["sharding"]["collectives_per_group"] * sc.latency_s if ctx.world > 1 else 0.0
 
 
-def _quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Option) -> float:
+def quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Option) -> float:
     """Step time if table i alone moved to `alt`, the others staying where they are (memory
     not checked): a cheap screen before a full re-partition confirms a move."""
     W, G = ctx.world, ctx.gpus_per_node
@@ -244,90 +243,40 @@ def _quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Opti
     return load + sc.dense_s + exposed + sc.overhead_s + _latency(ctx, sc, kinds)
 
 
+def kinds_for(ctx: Ctx, t: TableIn) -> tuple[str, ...]:
+    """Sharding types table `t` may get here: what the device runs, what its TorchRec module
+    takes (reclaunch.spec.sharders), what its kernel can run, and no splitting where it
+    makes no sense (more shards than rows; tiny tables, which TorchRec and HugeCTR keep
+    whole: splitting one buys no memory and adds collectives)."""
+    sc = constants()["sharding"]
+    device = sc["supported"][ctx.device]
+    module = MODULE_SHARDING[EC if t.sequence else EBC]
+    out = []
+    for kind in KINDS:
+        if kind not in device or kind not in module:
+            continue
+        if kind != "data_parallel" and kernel_for(kind, t.dim) is None:
+            continue                                     # e.g. table_row_wise of a dim-18 table
+        if kind == "row_wise" and t.rows < ctx.world:
+            continue
+        if kind == "table_row_wise" and t.rows < ctx.gpus_per_node:
+            continue
+        if kind in ("row_wise", "table_row_wise", "column_wise") and t.rows < sc["split_min_rows"]:
+            continue
+        out.append(kind)
+    return tuple(out)
+
+
 def table_options(ctx: Ctx, tables: list[TableIn], pin_all: str | None) -> list[list[Option]]:
-    supported = tuple(constants()["sharding"]["supported"][ctx.device])
     out = []
     for i, t in enumerate(tables):
         want = t.pin or pin_all
-        kinds = (want,) if want else supported
+        if want == "table_row_wise" and ctx.nodes == 1:
+            want = "row_wise"      # on one host TorchRec's table_row_wise is row-wise over it
+        kinds = (want,) if want else kinds_for(ctx, t)
         opts = options(ctx, i, t.rows, t.dim, t.pooling_factor, t.sequence, kinds)
         if not opts:          # e.g. column_wise of an odd dim: fall back to the closest thing
             opts = options(ctx, i, t.rows, t.dim, t.pooling_factor, t.sequence, ("table_wise",))
         fit = [o for o in opts if o.mem <= ctx.budget]
         out.append(fit or [min(opts, key=lambda o: o.mem)])
     return out
-
-
-def search(ctx: Ctx, sc: StepCtx, tables: list[TableIn], pin_all: str | None = None):
-    """-> (chosen options, its Eval, {uniform type: Eval}) minimising (overflow, step).
-
-    Cached: `compare` plans the same model on the same GPU and fabric in many regions."""
-    return _search(ctx, sc, tuple(tables), pin_all)
-
-
-@lru_cache(maxsize=256)
-def _search(ctx: Ctx, sc: StepCtx, tables: tuple[TableIn, ...], pin_all: str | None):
-    per_table = table_options(ctx, tables, pin_all)
-    W = ctx.world
-    greedy = [min(opts, key=lambda o: o.work(W)) for opts in per_table]
-    # Balanced seed: the cheapest option whose shard is no heavier than an even share of the
-    # cluster's work, so a hot table is split and a tiny one stays cheap (data parallel).
-    share = sum(o.work(W) for o in greedy) / W
-    balanced = []
-    for opts in per_table:
-        light = [o for o in opts if o.piece_s + o.dp_opt_s <= share]
-        balanced.append(min(light, key=lambda o: o.work(W)) if light
-                        else min(opts, key=lambda o: o.piece_s + o.dp_opt_s))
-    seeds = [greedy] + ([balanced] if balanced != greedy else [])
-    uniform: dict[str, Eval] = {}
-    for kind in KINDS:
-        plan = []
-        for opts in per_table:
-            same = [o for o in opts if o.kind == kind]
-            if not same:
-                break
-            plan.append(min(same, key=lambda o: o.work(W)))
-        else:
-            if plan != greedy:
-                seeds.append(plan)
-            uniform[kind] = plan
-    evals = [(evaluate(ctx, sc, s), s) for s in seeds]
-    uniform_ev = {k: next(e for e, s in evals if s == p) for k, p in uniform.items()}
-    # Improve the two best starts (a uniform plan and a mixed one often lead different ways).
-    evals.sort(key=lambda x: x[0].key)
-    first = evals[0][0]
-    starts = [evals[0]] + [x for x in evals[1:2]
-                           if x[0].overflow <= first.overflow and x[0].total < 1.25 * first.total]
-    results = [_improve(ctx, sc, per_table, list(s), e) for e, s in starts]
-    best, best_ev = min(results, key=lambda x: x[1].key)
-    return best, best_ev, uniform_ev
-
-
-def _improve(ctx, sc, per_table, cur: list[Option], ev: Eval):
-    rounds = constants()["sharding"]["max_improvement_rounds"]
-    for _ in range(rounds):
-        crit = ev.critical
-        # Tables that load the slowest rank, the heaviest first; data-parallel and row-wise
-        # tables load every rank (and the all-reduce), so they are always candidates.
-        cands = [i for i, o in enumerate(cur) if crit in ev.ranks[i] or o.scope == "all"]
-        cands.sort(key=lambda i: -(cur[i].piece_s + cur[i].dp_opt_s + cur[i].dp_bytes / 1e11))
-        moved = False
-        for i in cands[:4]:
-            trial_best = None
-            for alt in per_table[i]:
-                if alt is cur[i]:
-                    continue
-                if ev.overflow <= 0 and _quick(ctx, sc, cur, ev, i, alt) >= ev.total * 0.995:
-                    continue
-                trial = cur[:i] + [alt] + cur[i + 1:]
-                e = evaluate(ctx, sc, trial)
-                if e.key < ev.key and (e.overflow < ev.overflow or e.total < ev.total * 0.995):
-                    if trial_best is None or e.key < trial_best[0].key:
-                        trial_best = (e, trial)
-            if trial_best is not None:
-                ev, cur = trial_best
-                moved = True
-                break
-        if not moved:
-            break
-    return cur, ev

@@ -11,13 +11,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.runtime.journal import ClusterRecord, Journal
     from reclaunch.planner.model import Plan
 
-def usd_per_hour(plan: "Plan") -> float:
-    """What the running cluster costs per hour (instances + control plane share)."""
-    c = plan.cost
-    rate = float((c.spot_usd_per_hour if plan.spot else None) or c.on_demand_usd_per_hour or 0.0)
-    if plan.duration_hours and plan.duration_hours > 0:
-        rate += float(c.control_plane_usd or 0.0) / plan.duration_hours
-    return rate
+# What the running cluster costs per hour: one figure for the budget guard, the journal and
+# the job's activeDeadlineSeconds (manifests/job.py), defined with the plan's cost.
+from reclaunch.planner.cost import cluster_usd_per_hour as usd_per_hour  # noqa: E402,F401
 
 
 def budget_problem(plan: "Plan") -> str | None:

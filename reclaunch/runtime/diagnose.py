@@ -66,6 +66,7 @@ class PlanFacts:
     parallelism: str = "data"
     source: str = "cluster.yaml"
     one_host: bool = False             # every node is a process group on this machine (cloud: local)
+    startup_hours: float = 0.0         # the plan's time to first step, inside duration_hours
 
     @property
     def world_size(self) -> int:
@@ -112,7 +113,8 @@ def facts_from_plan(plan: "Plan", usd_per_hour: float, profile: Any = None) -> P
         fallback_fix=getattr(profile, "fallback_fix", "") or "",
         low_busbw_fix=getattr(profile, "low_busbw_fix", "") or "",
         parallelism=mem.parallelism, source=getattr(spec, "_source", "cluster.yaml"),
-        one_host=bool(getattr(spec, "runs_here", False)))
+        one_host=bool(getattr(spec, "runs_here", False)),
+        startup_hours=(plan.startup.seconds / 3600.0) if plan.startup is not None else 0.0)
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,9 @@ def project(facts: PlanFacts, samples_per_s: float | None, step: int,
     if world_size and facts.world_size:   # elastic: the batch the job actually runs
         batch = facts.global_batch // facts.world_size * world_size
     done = min(facts.total_samples, float(step) * batch)
-    hours = facts.total_samples / samples_per_s / 3600.0
+    # The whole job as the plan counts it: the startup before the first step plus the
+    # training at the measured rate (duration_hours includes the startup too).
+    hours = facts.startup_hours + facts.total_samples / samples_per_s / 3600.0
     usd = None
     if facts.planned_usd is not None and facts.duration_hours > 0:
         usd = facts.planned_usd * hours / facts.duration_hours

@@ -13,10 +13,10 @@ from typing import Any, Iterator, NamedTuple
 
 from reclaunch.errors import ProviderError, require
 from reclaunch.runtime.states import JOB_STATES, JobState  # noqa: F401  (one table)
-from reclaunch.tags import CAPACITY_LABEL
+from reclaunch.tags import CAPACITY_LABEL, JOB_NAME_LABEL, PYTORCHJOB_API
 
 FIELD_MANAGER = "reclaunch"
-JOB_LABEL = "training.kubeflow.org/job-name"
+JOB_LABEL = JOB_NAME_LABEL
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 
@@ -157,7 +157,7 @@ class Kube:
         return res is not None
 
     def job(self, namespace: str, name: str, kind: str = "PyTorchJob",
-            api_version: str = "kubeflow.org/v1") -> dict[str, Any] | None:
+            api_version: str = PYTORCHJOB_API) -> dict[str, Any] | None:
         return self.get(api_version, kind, name, namespace)
 
     def pods(self, namespace: str, job_name: str) -> list[dict[str, Any]]:

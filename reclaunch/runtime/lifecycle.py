@@ -27,7 +27,7 @@ from reclaunch.runtime.journal import ClusterRecord, Journal
 from reclaunch.manifests.launch import build_launch
 from reclaunch.runtime.kube import job_state
 from reclaunch.runtime.states import JOB_STATES, JobStatus
-from reclaunch.tags import CLUSTER_TAG
+from reclaunch.tags import CLUSTER_TAG, PYTORCHJOB_API
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -290,7 +290,7 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
 
 
 def _job_ref(rec: ClusterRecord) -> tuple[str, str, str, str]:
-    return ("kubeflow.org/v1", rec.job_kind, rec.job_name, rec.namespace)
+    return (PYTORCHJOB_API, rec.job_kind, rec.job_name, rec.namespace)
 
 
 def teardown(rec: ClusterRecord, env: Env, journal: Journal, *, reason: str,

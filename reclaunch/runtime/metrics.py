@@ -1,4 +1,4 @@
-"""The trainer's RECLAUNCH_METRICS lines (CONTRACTS.md, contract 2) -> per-rank summaries.
+"""The trainer's RECLAUNCH_METRICS lines (defined in examples/trainer/README.md, "Output") -> per-rank summaries.
 
 Pure: log lines in, values out. Whoever reads the logs (a provider: local files, the Kubernetes
 logs API) passes the lines here. NCCL's own INFO lines in the same logs name the transport

@@ -101,6 +101,7 @@ def _computed(typ: str, name: str, inputs: dict, plan: "Plan") -> dict:
             "identity": {"type": "UserAssigned", "userAssignedIdentities": {}}},
         # A documentation address (RFC 5737) for the NAT gateway's public IP.
         "azure-native:network:PublicIPAddress": {"ipAddress": "198.51.100.10"},
+        "azure-native:keyvault:Key": {"keyUriWithVersion": "https://kv-mock.vault.azure.net/keys/etcd/0123456789abcdef"},
         "azure-native:storagecache:AmlFilesystem": {"clientInfo": {"mgsAddress": "10.1.0.4"}},
         "gcp:filestore/instance:Instance": {"networks": [
             {**(inputs.get("networks") or [{}])[0], "ipAddresses": ["10.2.0.9"]}]},

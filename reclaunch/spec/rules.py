@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 from reclaunch.spec import job_rules
 from reclaunch.spec.facts import (  # noqa: F401
     LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD)
+from reclaunch.spec.sharders import pin_problems
 
 # Largest size each sized kind is sold at without a support request (bytes). azure-lustre:
 # the stack's SKU, AMLFS-Durable-Premium-250 (stacks/azure/storage.py AMLFS_SKUS); filestore:
@@ -82,6 +83,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
                     "'<clusterID>/<fsName>' of the existing file system"))
     out += _capacity_rules(s)
     out += job_rules.table_names(s) + job_rules.din_sequence(s)
+    out += pin_problems(s.model)          # a sharding the table's TorchRec module cannot take
     pattern, rule = NAME_RULES[s.cloud]
     if not re.fullmatch(pattern, s.name):
         out.append((("name",), f"{s.name!r} {rule} on {s.cloud}"))

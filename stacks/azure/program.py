@@ -20,6 +20,7 @@ from reclaunch.errors import require
 from stacks import common as c
 from stacks import versions
 from stacks.azure.pools import node_pools, os_sku
+from stacks.azure.secrets import secrets_key
 from stacks.azure.storage import storage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,6 +122,7 @@ def program(plan: "Plan") -> None:
         c.name(plan, "net-contributor"), scope=subnet.id, principal_id=identity.principal_id,
         principal_type="ServicePrincipal",
         role_definition_id=_role_id(client.subscription_id, NETWORK_CONTRIBUTOR))
+    kms, kms_grant = secrets_key(az, plan, rg, identity, client, tags, _role_id)
     aks = az.containerservice.ManagedCluster(
         c.name(plan, "aks"), resource_group_name=rg.name, resource_name_=c.name(plan),
         dns_prefix=c.name(plan), kubernetes_version=k8s_version, tags=tags,
@@ -130,7 +132,7 @@ def program(plan: "Plan") -> None:
         aad_profile={"managed": True, "enable_azure_rbac": True},
         api_server_access_profile=api_access(plan, nat_ip.ip_address),
         oidc_issuer_profile={"enabled": True},
-        security_profile={"workload_identity": {"enabled": True}},
+        security_profile={"workload_identity": {"enabled": True}, "azure_key_vault_kms": kms},
         network_profile={"network_plugin": "azure", "network_plugin_mode": "overlay",
                          "outbound_type": "userAssignedNATGateway"},
         # Nodes are never upgraded or reimaged under a job (the default node OS channel,
@@ -146,7 +148,7 @@ def program(plan: "Plan") -> None:
             "enable_encryption_at_host": host_encryption, "os_disk_type": "Managed",
             "os_sku": os_sku(k8s_version), "type": "VirtualMachineScaleSets", "tags": tags,
             "node_labels": _settable(system_pool.labels)}],
-        opts=pulumi.ResourceOptions(depends_on=[net_role]))
+        opts=pulumi.ResourceOptions(depends_on=[net_role, kms_grant]))
     # The identity running `up` administers the cluster through Azure RBAC.
     # principal_type: the SDK's default is User; `up` run as a service principal passes
     # reclaunch:principalType=ServicePrincipal (reclaunch.providers.azure.stack_config).

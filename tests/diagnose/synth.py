@@ -1,4 +1,4 @@
-"""RECLAUNCH_METRICS lines as the trainer prints them (CONTRACTS.md, contract 2), for tests.
+"""RECLAUNCH_METRICS lines as the trainer prints them (defined in examples/trainer/README.md, "Output"), for tests.
 
 `run()` makes a job's lines: every rank, every interval, deterministic jitter. The defaults
 describe a healthy run of examples/aws-deepfm-p4d.yaml (4 x p4d, 32 ranks) as its current plan

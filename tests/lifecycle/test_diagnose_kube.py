@@ -127,14 +127,17 @@ def test_measured_projection_and_guard(plan):
     sps = plan.throughput_samples_per_second
     # at the planned rate the projection is about the plan's cost: no action
     at_plan = measured_projection(rec, 0.0, sps, 0)
-    assert abs(at_plan / (plan.duration_hours * rec.usd_per_hour) - 1) < 0.01
+    train_h = plan.duration_hours - plan.startup.seconds / 3600   # the startup is spent already
+    assert abs(at_plan / (train_h * rec.usd_per_hour) - 1) < 0.01
     assert measured_guard(rec, 0.0, at_plan) is None
-    # five times slower: ~5x the hours -> past the cap by more than the margin -> stop
-    slow = measured_projection(rec, 1.0, sps / 5, 0)
+    # slow enough that the training hours alone cost three caps (the plan's startup, already
+    # spent when metrics arrive, is most of this small job's cost) -> stop
+    k = 3 * cap / (train_h * rec.usd_per_hour)
+    slow = measured_projection(rec, 1.0, sps / k, 0)
     action, why = measured_guard(rec, 1.0, slow)
     assert action == "stop" and f"budget.max_usd ${cap:,.2f}" in why and "the plan said" in why
     # a run forced over budget at start is only warned about
-    forced = _record(plan, planned / 2)
+    forced = _record(plan, at_plan / 2)       # under the plan's cost and the projection
     assert measured_guard(forced, 0.0, at_plan)[0] == "warn"
     assert measured_projection(rec, 0.0, None, 0) is None
 

@@ -124,11 +124,18 @@ def test_env_carries_the_contract():
 
 
 def test_a_pin_this_cluster_cannot_build_falls_back_and_says_so():
-    # table_row_wise needs several nodes; make_spec is one node of 8 GPUs
+    # table_row_wise needs several nodes; make_spec is one node of 8 GPUs, where TorchRec's
+    # table_row_wise is row-wise over the host: that is what runs, and the plan says so
     tables = [{"name": "user_id", "rows": 1e6, "sharding": "table_row_wise"}]
     plan = make_plan(make_spec(model={"tables": tables}), bundled_catalog())
+    assert plan.sharding.tables[0].sharding_type == "row_wise"
+    assert any("table_row_wise cannot be built" in line and "row_wise instead" in line
+               for line in plan.sharding.explanation)
+    # column_wise of a dim no split divides (7): the closest executable thing, table_wise
+    tables = [{"name": "user_id", "rows": 1e6, "dim": 7, "sharding": "column_wise"}]
+    plan = make_plan(make_spec(model={"tables": tables}), bundled_catalog())
     assert plan.sharding.tables[0].sharding_type == "table_wise"
-    assert any("table_row_wise cannot be built" in line for line in plan.sharding.explanation)
+    assert any("column_wise cannot be built" in line for line in plan.sharding.explanation)
 
 
 def test_fused_kernel_only_where_fbgemm_takes_the_width():
@@ -143,3 +150,62 @@ def test_fused_kernel_only_where_fbgemm_takes_the_width():
     p4d = make_plan(load_spec(root / "aws-deepfm-p4d.yaml"), bundled_catalog()).sharding
     assert all(t.compute_kernel == ("dense" if t.sharding_type == "data_parallel" else "fused")
                for t in p4d.tables)
+
+
+def test_tiny_tables_are_never_split_and_rows_bound_the_shards():
+    # DLRM's 26 Criteo tables on one 8 x A100-40GB node at batch 2048 (issue 21: the earlier
+    # search column-split the 3-, 4- and 10-row tables there)
+    from reclaunch.planner.constants import constants
+
+    tiny = constants()["sharding"]["split_min_rows"]
+    for nodes in (1, 2):
+        spec = make_spec(instance_type="p4d.24xlarge", nodes=nodes, model={"preset": "dlrm"},
+                         job={"batch_size": 2048, "optimizer": "adagrad"})
+        plan = make_plan(spec, bundled_catalog())
+        t = {x.name: x for x in plan.sharding.tables}
+        assert all(t[n].sharding_type in ("data_parallel", "table_wise") for n in ("cat_5", "cat_16", "cat_12"))
+        for x in plan.sharding.tables:
+            if x.rows < tiny:
+                assert x.sharding_type in ("data_parallel", "table_wise"), (x.name, x.rows, x.sharding_type)
+            if x.sharding_type == "row_wise":
+                assert x.rows >= plan.world_size
+
+
+def test_every_planned_table_is_one_its_module_and_the_trainer_can_build():
+    import sys
+    sys.path.insert(0, str(ROOT / "examples" / "trainer"))
+    import sharding as trainer
+    from reclaunch.spec.sharders import KERNELS, module_kinds
+
+    for path in EXAMPLES:
+        spec = load_spec(path)
+        plan = make_plan(spec, bundled_catalog())
+        for x, t in zip(plan.sharding.tables, spec.model.tables):
+            assert x.sharding_type in module_kinds(spec.model, t), (path.stem, x.name)
+            assert x.compute_kernel in KERNELS[x.sharding_type], (path.stem, x.name, x.compute_kernel)
+            assert x.sharding_type in trainer.SHARDING_TYPES and x.compute_kernel in trainer.KERNELS
+    din = make_plan(load_spec(ROOT / "examples/azure-din-nd96amsr.yaml"), bundled_catalog())
+    seq = [x for x in din.sharding.tables if x.sequence]
+    assert seq and all(x.sharding_type != "table_row_wise" for x in seq)
+    assert any("EmbeddingCollection" in line for line in din.sharding.explanation)
+
+
+def test_table_row_wise_only_where_the_fused_kernel_runs():
+    # trainer: torchrec's table_row_wise() takes no kernel and picks fused (optimizer in
+    # backward); FBGEMM's fused kernel needs a width divisible by 4, so dim 18 never gets it
+    tables = [{"name": "a", "rows": 5e7, "dim": 18}, {"name": "b", "rows": 5e7, "dim": 16}]
+    plan = make_plan(make_spec(nodes=4, model={"tables": tables}), bundled_catalog())
+    a = plan.sharding.tables[0]
+    assert a.sharding_type != "table_row_wise" and a.compute_kernel in ("dense", "fused")
+    assert a.compute_kernel == ("dense" if a.sharding_type == "data_parallel" or a.dim % 4 else "fused")
+
+
+def test_a_sequence_pin_built_in_code_is_refused_at_plan_time():
+    from reclaunch.spec import Spec
+
+    spec = load_spec(ROOT / "examples/azure-din-nd96amsr.yaml")
+    doc = spec.model_dump(mode="json")
+    doc["model"]["tables"][1]["sharding"] = "table_row_wise"
+    with pytest.raises(SpecError) as e:
+        make_plan(Spec.model_validate(doc), bundled_catalog())      # no cross_check on this path
+    assert e.value.exit_code == 2 and "EmbeddingCollection" in str(e.value)

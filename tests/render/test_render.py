@@ -142,6 +142,16 @@ def test_spot_is_elastic_workers_only() -> None:
     assert job["metadata"]["labels"]["reclaunch-cluster"] == "criteo-deepfm"
 
 
+def test_the_deadline_and_the_budget_guard_use_one_hourly_rate() -> None:
+    """Issue 23.3: activeDeadlineSeconds left out the control plane the budget guard counts."""
+    from reclaunch.runtime.budget import usd_per_hour
+
+    plan = plan_for("aws-deepfm-p4d")
+    deadline = job_of(render(plan))["spec"]["runPolicy"]["activeDeadlineSeconds"]
+    assert plan.cost.control_plane_usd > 0
+    assert deadline == int(plan.spec.budget.max_usd / usd_per_hour(plan) * 3600)
+
+
 def test_data_parallel_spot_job_stays_elastic() -> None:
     plan = plan_for("aws-deepfm-p4d", ("  preset: deepfm\n", "  preset: deepfm\n  sharding: data\n"))
     ep = job_of(render(plan))["spec"]["elasticPolicy"]

@@ -161,3 +161,26 @@ def test_gke_secrets_are_envelope_encrypted_with_our_kms_key(previews):
     assert cluster["databaseEncryption"]["keyName"]
     ring = _of(res, "gcp:kms/keyRing:KeyRing")[0]["inputs"]
     assert ring["location"] == "us-central1"
+
+
+def test_aks_secrets_are_envelope_encrypted_with_our_key_vault_key(previews):
+    """Issue 24: AKS envelope encryption (KMS plugin with a Key Vault key of ours); the
+    cluster identity may use the key before the cluster exists; the vault is RBAC-only and
+    purge-protected; the key id reaches the cluster's security profile."""
+    from stacks.policy import check
+
+    plan, res = previews("azure")
+    vault = _of(res, "azure-native:keyvault:Vault")
+    key = _of(res, "azure-native:keyvault:Key")
+    assert len(vault) == 1 and len(key) == 1
+    props = vault[0]["inputs"]["properties"]
+    assert props["enableRbacAuthorization"] is True and props["enablePurgeProtection"] is True
+    assert key[0]["inputs"]["properties"]["kty"] == "RSA"
+    grants = [r for r in _of(res, "azure-native:authorization:RoleAssignment")
+              if r["inputs"]["roleDefinitionId"].endswith("12338af0-0e69-4776-bea7-57ae8d297424")]
+    assert len(grants) == 1 and grants[0]["inputs"]["principalType"] == "ServicePrincipal"
+    aks = _of(res, "azure-native:containerservice:ManagedCluster")[0]["inputs"]
+    kms = aks["securityProfile"]["azureKeyVaultKms"]
+    assert kms["enabled"] is True and kms["keyVaultNetworkAccess"] == "Public"
+    assert kms["keyId"].startswith("https://") and "/keys/etcd/" in kms["keyId"]
+    assert check(plan, res) == []

@@ -1,4 +1,4 @@
-"""DIN under the planner's own RECLAUNCH_SHARDING (contract 1), two behaviour-sequence tables.
+"""DIN under the planner's own RECLAUNCH_SHARDING, two behaviour-sequence tables.
 
 Regression: the planner gives small sequence tables data_parallel (TorchRec's dense kernel), and
 fbgemm's CPU dense TBE pools every lookup, so the EmbeddingCollection came back one row per

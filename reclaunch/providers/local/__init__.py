@@ -28,22 +28,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # More simulated GPUs than this per core only thrash: gloo timeouts, not a rehearsal.
 PROCS_PER_CORE = 4
-_PYTHONS = ("python", "python3", f"python3.{sys.version_info.minor}")
 
 
 def entrypoint(command: list[str], args: list[str]) -> list[str]:
-    """job.command + args -> torchrun's trailing arguments (the interpreter is this one)."""
+    """job.command + args -> torchrun's trailing arguments (the interpreter is this one);
+    the rule is the cluster's (reclaunch.manifests.launcher)."""
+    from reclaunch.manifests.launcher import torchrun_tail
+
     cmd = [*command, *args]
-    if Path(cmd[0]).name in _PYTHONS or cmd[0] == sys.executable:
-        rest = cmd[1:]
-        if rest[:1] == ["-m"] and len(rest) > 1:
-            return ["--module", *rest[1:]]
-        if not rest:
-            raise UsageError("job.command runs python with no script")
-        if rest[0].startswith("-"):  # python -c ..., python -u script: run this interpreter as is
-            return ["--no-python", sys.executable, *rest]
-        return rest
-    return ["--no-python", *cmd]
+    if cmd[0] == sys.executable:
+        cmd = ["python", *cmd[1:]]
+    try:
+        tail = torchrun_tail(cmd, interpreter=sys.executable)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return tail if tail is not None else ["--no-python", *cmd]
 
 
 class LocalProvider:
