@@ -75,8 +75,8 @@ def test_din_history_and_attention_reach_the_job() -> None:
     text = DIN.replace("  preset: din\n", "  preset: din\n  history_length: 30\n  attention_mlp: [64, 16]\n")
     env = job_env(make_plan(parse_spec(text, "c.yaml"), load_catalog()))
     assert env["RECLAUNCH_HISTORY_LENGTH"] == "30" and env["RECLAUNCH_ATTENTION_MLP"] == "64,16"
-    # The trainer reads exactly these names (examples/trainer/train.py OPTIONS).
-    train = (EXAMPLES / "trainer" / "train.py").read_text()
+    # The trainer reads exactly these names (its OPTIONS table: examples/trainer/config.py).
+    train = "".join(p.read_text() for p in (EXAMPLES / "trainer").glob("*.py"))
     assert '"RECLAUNCH_HISTORY_LENGTH"' in train and '"RECLAUNCH_ATTENTION_MLP"' in train
 
 
