@@ -30,6 +30,9 @@ $(VENV)/.test-deps: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.demo-deps
 	$(BIN)/reclaunch calibrate --if-needed
 	$(BIN)/reclaunch up examples/local-deepfm.yaml --yes
+	@echo ""
+	@echo "next: run reclaunch from the venv: 'source $(VENV)/bin/activate' (or call $(BIN)/reclaunch),"
+	@echo "      then 'reclaunch check', and 'reclaunch plan YOUR.yaml' (start from examples/local-deepfm.yaml)"
 
 test: $(VENV)/.test-deps
 	$(BIN)/python -m pytest

@@ -1,6 +1,8 @@
 """Start-up benchmark: `reclaunch --help` and `reclaunch validate` next to the import baseline.
 
-Target (issue 2): `validate` under 2x `python -c "import pydantic, yaml"`, measured in the same run.
+Targets: issue 2, `validate` under 2x `python -c "import pydantic, yaml"`; issue 25, `validate`
+and `plan` within 1.3x of the smallest program that validates one pydantic model (the second
+baseline), measured in the same run.
 Prints medians of N runs; run on demand (`make bench`), never as a timed unit test.
 """
 
@@ -15,6 +17,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 7
+
+
+# The smallest program that validates one pydantic model read from YAML (issue 25's yardstick).
+MINIMAL = ("import yaml, pydantic\n"
+           "class M(pydantic.BaseModel):\n    name: str\n    nodes: int = 1\n"
+           "M.model_validate({'name': yaml.safe_load(open('examples/aws-deepfm-p4d.yaml'))['name']})\n")
 
 
 def wall(cmd: list[str]) -> tuple[float, float]:
@@ -35,6 +43,7 @@ def main() -> None:
     py = sys.executable
     cases = {
         "baseline: python -c 'import pydantic, yaml'": [py, "-c", "import pydantic, yaml"],
+        "baseline 2: validate one pydantic model": [py, "-c", MINIMAL],
         "reclaunch --help": [py, "-m", "reclaunch", "--help"],
         "reclaunch validate examples/aws-deepfm-p4d.yaml": [py, "-m", "reclaunch", "validate",
                                                             "examples/aws-deepfm-p4d.yaml"],
@@ -44,8 +53,10 @@ def main() -> None:
     results = {name: wall(cmd) for name, cmd in cases.items()}
     base, base_cpu = next(iter(results.values()))
     print(f"median of {N} runs each: wall, and CPU (user+sys)")
+    minimal, minimal_cpu = results["baseline 2: validate one pydantic model"]
     for name, (t, cpu) in results.items():
-        print(f"{t * 1000:8.1f} ms  {t / base:5.2f}x   cpu {cpu * 1000:7.1f} ms  {cpu / base_cpu:5.2f}x  {name}")
+        print(f"{t * 1000:8.1f} ms  {t / base:5.2f}x   cpu {cpu * 1000:7.1f} ms  {cpu / base_cpu:5.2f}x"
+              f"  vs baseline 2: cpu {cpu / minimal_cpu:5.2f}x  {name}")
 
 
 if __name__ == "__main__":

@@ -121,8 +121,9 @@ class RefreshReport:
 
     @property
     def exit_code(self) -> int:
-        """0 all rows refreshed; 1 some row or cloud failed (its old prices were kept)."""
-        return 1 if self.failures else 0
+        """0 all rows refreshed; 1 some row or cloud failed (its old prices were kept), or
+        nothing was fetched at all (a refresh that refreshed nothing is not a success)."""
+        return 1 if self.failures or not self.diffs else 0
 
     def to_dict(self) -> dict:
         return {

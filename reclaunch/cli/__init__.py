@@ -115,9 +115,11 @@ def _known_regions(regions: list[str], catalog) -> None:
 @click.option("--region", "region_opt", multiple=True, metavar="R",
               help="With --compare: only this region (repeatable).")
 @click.option("--regions", "regions_opt", metavar="R1,R2", help="With --compare: only these regions.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout (design.md contract).")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="With --compare: show the N cheapest offers (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...],
-         regions_opt: str | None, as_json: bool) -> None:
+         regions_opt: str | None, top: int, as_json: bool) -> None:
     """Before any money is spent: fit, parallelism, throughput, all-reduce time and cost.
 
     Names a cheaper region for the same job when the catalog has one. Exits 1 (after printing
@@ -149,8 +151,13 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     else:
         console = _console()
         console.print(plan_view.render_plan(the_plan))
+        from reclaunch.cli.dryrun import needs_a_person
+        from reclaunch.ui.dryrun import person_lines
+
+        for line in person_lines(needs_a_person(the_plan)):   # the list `up` shows, before `up`
+            console.print(line)
         if rows is not None:
-            console.print(plan_view.render_compare(rows))
+            console.print(plan_view.render_compare(rows, top=top or None))
     if not the_plan.memory.fits:
         sys.exit(1)
 
@@ -162,7 +169,10 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
 @click.option("--preflight", is_flag=True,
               help="Also render the NCCL all-reduce check (every GPU of every node); with "
                    "--out it goes to DIR/preflight/, applied on its own before DIR.")
-def render(file: str, out_dir: str | None, preflight: bool) -> None:
+@click.option("--with-storage", is_flag=True,
+              help="Also the PV/PVC for an existing file system (storage.existing), for a "
+                   "cluster you already have; `up` creates them itself.")
+def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) -> None:
     """Kubernetes manifests for the job (Namespace, plan ConfigMap, storage, PyTorchJob)."""
     from pathlib import Path
 
@@ -173,10 +183,17 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
     spec, catalog = _load(file)
     the_plan = planner.make_plan(spec, catalog)
     objs = render_plan(the_plan)
+    if with_storage:
+        from reclaunch.manifests.job import _meta
+        from reclaunch.manifests.static_storage import static_volume
+
+        extra = static_volume(the_plan, _meta)   # after the Namespace, before the job
+        objs = objs[:1] + extra + objs[1:]
     pre = [*prerequisites(the_plan), preflight_job(the_plan)] if preflight else []
     from reclaunch.manifests.secrets import holds_user_env, redacted
     if not out_dir:   # printed: secret-looking values redacted (secrets.py); --out writes them
         click.echo(to_yaml(redacted(objs + pre[-1:])), nl=False)
+        _claim_note(spec, with_storage)
         return
     private = holds_user_env(the_plan)   # files that may hold job.env values: owner-only
     # Two folders: `kubectl apply -f DIR` must not start the preflight beside the training
@@ -208,6 +225,16 @@ def render(file: str, out_dir: str | None, preflight: bool) -> None:
         click.echo(f"warning: {len(stale)} other manifest file(s) in {out} this render did not write "
                    f"(`kubectl apply -f {out}` applies them too): " + ", ".join(stale[:5])
                    + (" ..." if len(stale) > 5 else ""), err=True)
+    _claim_note(spec, with_storage)
+
+
+def _claim_note(spec, with_storage: bool = False) -> None:
+    from reclaunch.spec.facts import STACK_PROVISIONED
+
+    if spec.storage.kind in STACK_PROVISIONED and not with_storage:   # the claim is not here
+        click.echo(f"note: the job mounts PersistentVolumeClaim {spec.name}-data ({spec.storage.kind}), "
+                   "which `reclaunch up` creates with the file system; on a cluster you already "
+                   "have, create that claim first (`--with-storage` writes it for storage.existing)", err=True)
 
 
 def _write(path, text: str, mode: int) -> None:
@@ -278,7 +305,7 @@ def preview(file: str, as_json: bool) -> None:
 
 # The verbs that act on a cluster (up, status, logs, diagnose, down, preempt, gc) register
 # themselves on the same group.
-from reclaunch.cli import cluster  # noqa: E402,F401
+from reclaunch.cli import check, cluster  # noqa: E402,F401
 from reclaunch.cli import calibrate as _calibrate  # noqa: E402,F401
 
 # ------------------------------------------------------------------ entry point

@@ -21,24 +21,25 @@ from reclaunch.errors import ReclaunchError, UsageError  # noqa: F401
               help="Follow the job and apply teardown.when (default), or leave a watcher running.")
 @click.option("--backend", help="Pulumi state backend URL (s3://, azblob://, gs://, https://).")
 @click.option("--dry-run", is_flag=True,
-              help="Print the launch `up` would apply (plan as planned) and create nothing.")
+              help="Show the plan, what needs a person, and the objects `up` would apply; "
+                   "create nothing.")
+@click.option("-o", "--output", "output", type=click.Choice(["text", "yaml"]), default="text",
+              help="With --dry-run: yaml prints every object in full.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="With --dry-run: write one YAML file per object into this directory.")
 @click.option("--fresh", is_flag=True,
               help="cloud: local: train again from step 0 after a run that already succeeded.")
 def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend: str | None,
-       dry_run: bool, fresh: bool) -> None:
+       dry_run: bool, output: str, out_dir: str | None, fresh: bool) -> None:
     """Provision (or reuse) the cluster, start the job, and by default tear down after it."""
     from reclaunch.providers.verbs import cli_up
 
+    if (output != "text" or out_dir) and not dry_run:
+        raise UsageError("-o/--out go with --dry-run")
     if dry_run:
-        from reclaunch.manifests.launch import build_launch
-        from reclaunch.planner import make_plan
-        spec, catalog = _load(file)
-        launch = build_launch(make_plan(spec, catalog))
-        click.echo(f"# reclaunch up --dry-run: nothing created. After a capacity fallback (other "
-                   f"zones, on-demand) `up` rebuilds this launch from the provisioned plan.")
-        from reclaunch.manifests.job import to_yaml
-        from reclaunch.manifests.secrets import redacted
-        click.echo(to_yaml(redacted(launch.all())), nl=False)   # never a secret-looking value
+        from reclaunch.cli.dryrun import dry_run as show_dry_run
+
+        show_dry_run(file, output, out_dir)
         return
 
     try:
@@ -86,14 +87,22 @@ def status(name: str | None, as_json: bool) -> None:
 @cli.command()
 @click.argument("name")
 @click.option("--rank", type=int, help="Which rank (default: the master, rank 0).")
+@click.option("--all", "all_ranks", is_flag=True,
+              help="Every rank (cloud: local: and the torchrun agents' own lines).")
+@click.option("--metrics", is_flag=True,
+              help="Also the RECLAUNCH_METRICS lines (`diagnose` reads them; hidden by default).")
 @click.option("-f", "--follow", is_flag=True)
-def logs(name: str, rank: int | None, follow: bool) -> None:
-    """Logs of the job's master, or of one rank."""
+def logs(name: str, rank: int | None, all_ranks: bool, metrics: bool, follow: bool) -> None:
+    """Logs of the job's master (rank 0), of one rank, or of all."""
     from reclaunch.providers.verbs import cli_logs
 
     from reclaunch.ui.text import visible   # the job's bytes: no terminal escapes pass
 
-    for line in cli_logs(name, rank=rank, follow=follow):
+    if all_ranks and rank is not None:
+        raise UsageError("--rank and --all: pick one")
+    for line in cli_logs(name, rank=None if all_ranks else (rank or 0), follow=follow):
+        if not metrics and "RECLAUNCH_METRICS " in line:
+            continue
         click.echo(visible(line.rstrip("\n"), keep_newlines=False, limit=None))
 
 

@@ -106,6 +106,10 @@ def job_env(plan: "Plan", *, local_root: str | Path | None = None,
         env["RECLAUNCH_CROSS_LAYERS"] = str(model.cross_layers)
     if model.cross_low_rank:
         env["RECLAUNCH_CROSS_RANK"] = str(model.cross_low_rank)
+    if model.attention_mlp:     # DIN (trainer: --attention-mlp / --history-length)
+        env["RECLAUNCH_ATTENTION_MLP"] = _csv(model.attention_mlp)
+    if model.history_length:
+        env["RECLAUNCH_HISTORY_LENGTH"] = str(model.history_length)
     if data_dir:
         env["DATA_DIR"] = data_dir
     env.update({k: str(v) for k, v in (plan.nccl_env if nccl is None else nccl).items()})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reclaunch import host
-from reclaunch.errors import PlanError
+from reclaunch.errors import PlanError, SpecError  # noqa: F401
 from reclaunch.planner import cost as costmod
 from reclaunch.planner import uncertainty
 from reclaunch.planner.constants import constants, dtype_bytes
@@ -15,7 +15,7 @@ from reclaunch.planner.shard_plan import plan_sharding
 
 
 def candidate_offers(spec, catalog):
-    """Offers matching spec.cloud/gpu/gpus_per_node/region; PlanError naming what exists."""
+    """Offers matching spec.cloud/gpu/gpus_per_node/region; SpecError (exit 2) naming what exists."""
     from reclaunch.catalog import offers
     from reclaunch.spec import normalize_gpu
 
@@ -27,17 +27,18 @@ def candidate_offers(spec, catalog):
     rows = [o for o in rows if o.gpu_count == spec.gpus_per_node]
     if not rows:
         what = spec.instance_type or f"{spec.gpus_per_node} x {gpu or 'GPU'}"
-        raise PlanError(f"no {spec.cloud} offer in the catalog for {what}",
-                        hint="run `reclaunch catalog` to see what exists")
+        # The spec asks for what the catalog lacks: bad input (exit 2), like validate says.
+        raise SpecError(f"{spec.where('instance_type' if spec.instance_type else 'gpu')}: no "
+                        f"{spec.cloud} offer in the catalog for {what} (`reclaunch catalog` "
+                        "lists what exists)")
     if spec.region:
         here = [o for o in rows if o.region == spec.region]
         if not here:
             known = sorted({o.region for o in rows})
-            raise PlanError(
-                f"{spec.where('region')}: no catalog row for {rows[0].instance_type if spec.instance_type else 'a matching instance'} "
-                f"in {spec.region}; known regions: {', '.join(known)}",
-                hint="pick one of those; `reclaunch catalog refresh` re-prices only the rows "
-                     "the catalog already has")
+            raise SpecError(
+                f"{spec.where('region')}: region: no catalog row for {rows[0].instance_type if spec.instance_type else 'a matching instance'} "
+                f"in {spec.region}; regions that sell it: {', '.join(known)} (`reclaunch catalog "
+                "refresh` re-prices only the rows the catalog already has)")
         rows = here
     return rows
 

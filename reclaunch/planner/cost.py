@@ -44,7 +44,10 @@ def line_items(spec, hours: float, cloud: str | None = None) -> tuple[float, flo
     c = constants()
     cloud = cloud or spec.cloud
     cp = float(c["control_plane_usd_per_hour"].get(cloud, 0.0)) * hours
-    size_gib = (spec.storage.size or 0) / GIB
+    from reclaunch.planner.storage_size import billed_gib
+
+    # What the service creates after its minimum and steps (FSx: 1.2 TiB, then 2.4 TiB steps).
+    size_gib = billed_gib(spec.storage.kind, spec.storage.size)
     months = hours / float(c["spot"]["hours_per_month"])
     return cp, storage_rate(spec.storage.kind, cloud) * size_gib * months
 
@@ -92,6 +95,10 @@ def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str],
     cloud = offer.cloud if offer is not None else spec.cloud
     up_billed, up_wall = startup
     cp, storage = line_items(spec, hours + up_wall, cloud)
+    from reclaunch.planner.storage_size import rounding_note
+
+    if (note := rounding_note(spec.storage.kind, spec.storage.size)) and note not in warnings:
+        warnings.append(note)
     od_h = offer.on_demand_usd * nodes if offer and offer.on_demand_usd is not None else None
     sp_h = offer.spot_usd * nodes if offer and offer.spot_usd is not None else None
     if offer is None:             # cloud: local costs nothing

@@ -27,6 +27,7 @@ from reclaunch.runtime.journal import ClusterRecord, Journal
 from reclaunch.manifests.launch import build_launch
 from reclaunch.runtime.kube import job_state
 from reclaunch.runtime.states import JOB_STATES, JobStatus
+from reclaunch.runtime.variants import variant  # noqa: F401  (up's fallback; kubecloud)
 from reclaunch.tags import CLUSTER_TAG, PYTORCHJOB_API
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -224,21 +225,6 @@ def provision(plan: "Plan", env: Env, journal: Journal) -> tuple["Plan", dict[st
                         hint=env.stop_hint(kind))
 
 
-def variant(plan: "Plan", v: dict[str, Any]) -> "Plan":
-    """The plan re-made for what was really provisioned (other zones, or on-demand instead of
-    spot): same instance and node count, every figure recomputed (cost, deadline, policy)."""
-    from reclaunch.planner import make_plan
-    zones = list(v.get("zones", plan.zones))
-    spot = bool(v.get("spot", plan.spot))
-    spec = plan.spec.model_copy(update={
-        "zones": zones, "spot": plan.spec.spot.model_copy(update={"enabled": spot})})
-    spec._source, spec._lines = plan.spec._source, plan.spec._lines
-    new = make_plan(spec, offer=plan.offer, nodes=plan.nodes, context=plan.context) if plan.offer is not None else \
-        dataclasses.replace(plan, spec=spec)
-    return dataclasses.replace(new, zones=zones, spot=spot,
-                               zones_as_planned=plan.zones_as_planned or list(plan.zones))
-
-
 # ---- watch, teardown, down --------------------------------------------------------------------
 
 def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> "JobStatus":
@@ -303,8 +289,18 @@ def teardown(rec: ClusterRecord, env: Env, journal: Journal, *, reason: str,
     """Destroy the stack, then prove nothing tagged for the cluster is left."""
     env.out().print(f"tearing down {rec.name}: {reason}")
     recover(rec, env, journal)
+    shown, gone = progress(env.out()), []
+
+    def on_event(ev: dict) -> None:   # count what was destroyed, for the summary line below
+        shown(ev)
+        if ev.get("kind") == "resource" and ev.get("status") == "done" \
+                and not str(ev.get("type", "")).startswith("pulumi:"):
+            gone.append(ev)
+
     with _Step(env, journal, "destroy", message=reason, keep_storage=keep_storage):
-        env.infra.destroy(rec.name, keep_storage=keep_storage, on_event=progress(env.out()))
+        env.infra.destroy(rec.name, keep_storage=keep_storage, on_event=on_event)
+    env.out().print(f"destroyed {len(gone)} resource(s) of {rec.name}"
+                    + (" (storage kept)" if keep_storage else ""))
     with _Step(env, journal, "verify") as r:
         left = env.verify(rec, keep_storage)
         for _ in range(int(env.extra.get("verify_attempts", 6)) - 1):
@@ -318,6 +314,8 @@ def teardown(rec: ClusterRecord, env: Env, journal: Journal, *, reason: str,
                                 hint=f"reclaunch gc --cluster {rec.name} --yes")
         r["message"] = "nothing tagged for this cluster is left" + (
             " (storage kept)" if keep_storage else "")
+    env.out().print(f"verified: {r['message']} (sweep of {CLUSTER_TAG}={rec.name} in "
+                    f"{rec.cloud} {rec.region})")
 
 
 def down(name: str, env: Env, *, yes: bool = False, keep_storage: bool = False) -> None:

@@ -96,12 +96,29 @@ def diagnose_cluster(name: str, provider: Any) -> "Diagnosis":
     from reclaunch.runtime.diagnose import diagnose
 
     m = measure_lines(job_lines(provider, name))
+    if m is None and (failed := failed_before_metrics(provider, name)):
+        raise NoMetrics(failed, hint=f"`reclaunch logs {name}` shows the rest; fix it and "
+                        "`reclaunch up FILE` again")
     if m is None:
         raise NoMetrics(f"{name}: no RECLAUNCH_METRICS lines in its logs yet",
                         hint="the trainer prints one per logging interval and rank; wait for the "
                              f"first interval (`reclaunch logs {name} -f`), or check that the job "
                              "runs a trainer that reports them (examples/trainer)")
     return diagnose(name, m, facts_for(plan_for(name)))
+
+
+def failed_before_metrics(provider: Any, name: str) -> str | None:
+    """A job that failed before its first interval: its error, not "wait for metrics"."""
+    try:
+        st = provider.status(name)
+    except (ReclaunchError, OSError):
+        return None
+    if getattr(st, "state", None) != "Failed":
+        return None
+    fail = (getattr(st, "details", None) or {}).get("failure") or {}
+    tail = [ln.strip() for ln in fail.get("last_lines") or [] if ln.strip()][-3:]
+    return (f"{name} failed before reporting metrics: {st.message or 'no message'}"
+            + (f"; its last lines: {' | '.join(tail)}" if tail else ""))
 
 
 def measured_brief(name: str, provider: Any) -> dict[str, Any] | None:

@@ -56,7 +56,11 @@ def load_spec(path: str | Path, catalog=None) -> Spec:
 
 
 def json_schema() -> dict:
-    schema = Spec.model_json_schema()
+    from reclaunch.catalog import bundled_catalog
+    from reclaunch.spec.schema_docs import finish
+
+    # The bundled catalog's GPUs (not this machine's overlay): the committed schema is stable.
+    schema = finish(Spec.model_json_schema(), list(bundled_catalog().gpus))
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "reclaunch cluster.yaml"
     return schema

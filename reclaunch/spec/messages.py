@@ -80,11 +80,60 @@ def message(root: type[BaseModel], err: dict) -> tuple[tuple, str]:
         return loc, f"{err.get('input')!r} is not one of {', '.join(choices)}{hint}"
     if kind == "too_short":
         return loc, f"needs at least {err.get('ctx', {}).get('min_length', 1)} item(s)"
+    if (own := _own_words(kind, loc, err)) is not None:
+        return loc, own
     msg = err["msg"]
     msg = msg.removeprefix("Value error, ")
     if kind.endswith("_parsing") or kind.endswith("_type"):
         msg = f"{msg} (got {err.get('input')!r})"[:200]
     return loc, msg
+
+
+# pydantic's own wording ("Input should be greater than 0") in the project's style.
+_PATTERN_WORDS = {
+    "mount_path": "must be an absolute path with no spaces, e.g. /data",
+    "namespace": "must be a DNS label: a-z, 0-9 and '-', starting and ending with a letter or digit",
+}
+_BOUNDS = {"greater_than": ("gt", "must be more than {}"),
+           "greater_than_equal": ("ge", "must be at least {}"),
+           "less_than": ("lt", "must be less than {}"),
+           "less_than_equal": ("le", "must be at most {}")}
+
+
+def _num(v: object) -> str:
+    return f"{v:,g}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _own_words(kind: str, loc: tuple, err: dict) -> str | None:
+    ctx, got = err.get("ctx") or {}, err.get("input")
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        return words.format(_num(ctx.get(key))) + (f", got {_num(got)}" if isinstance(got, (int, float)) else "")
+    if kind == "string_pattern_mismatch":
+        field = next((p for p in reversed(loc) if isinstance(p, str)), "")
+        words = _PATTERN_WORDS.get(field) or (
+            "must be a variable name: letters, digits and _, not starting with a digit"
+            if "env" in loc else f"does not have the expected form ({ctx.get('pattern')})")
+        return f"{str(got)[:60]!r} {words}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "string_too_long":
+        return f"at most {ctx.get('max_length')} characters"
+    if kind == "too_long":
+        return f"at most {ctx.get('max_length')} item(s)"
+    if kind == "finite_number":
+        return f"must be a finite number, got {got!r}"
+    if kind in ("float_parsing", "int_parsing", "float_type", "int_type"):
+        return f"expected a number, got {str(got)[:60]!r}"
+    if kind == "int_from_float":
+        return f"expected a whole number, got {got!r}"
+    if kind in ("bool_parsing", "bool_type"):
+        return f"expected true or false, got {str(got)[:60]!r}"
+    if kind in ("string_type",):
+        return f"expected text, got {type(got).__name__}"
+    if kind == "list_type":
+        return f"expected a list, got {type(got).__name__}"
+    return None
 
 
 def format_problems(filename: str, lines: dict, problems: list[Problem]) -> list[str]:

@@ -18,10 +18,13 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Di
 from reclaunch.errors import SpecError
 from reclaunch.spec import env_rules
 from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS  # noqa: F401
-from reclaunch.spec.units import COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, parse_count, parse_size
+from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
+                                  parse_count, parse_size, parse_storage_size)
 
 Count = Annotated[int, BeforeValidator(parse_count), WithJsonSchema(COUNT_JSON_SCHEMA)]
 Size = Annotated[int, BeforeValidator(parse_size), WithJsonSchema(SIZE_JSON_SCHEMA)]
+StorageSize = Annotated[int, BeforeValidator(parse_storage_size),
+                        WithJsonSchema(STORAGE_SIZE_JSON_SCHEMA)]
 
 
 def _str_value(v: object) -> object:
@@ -73,7 +76,9 @@ class Interconnect(Strict):
 
 class Storage(Strict):
     kind: StorageKind = "none"
-    size: Size | None = Field(None, description='Capacity, e.g. "100TiB" or "1.2TiB"')
+    size: StorageSize | None = Field(None, description=(
+        'Capacity, e.g. "1.2TiB" or "2400GiB"; a bare number is GiB. The plan prices what the '
+        'service creates after its minimum and steps (FSx for Lustre: 1.2 TiB, then 2.4 TiB steps)'))
     mount_path: Annotated[str, AfterValidator(env_rules.mount_path)] = Field(
         "/data", pattern=r"^/[^\s]*$", max_length=1024)
     existing: str | None = Field(None, description="Existing file system id / StorageClass (cephfs, pvc)")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.spec.models import Spec
 
+from reclaunch.spec import job_rules
 from reclaunch.spec.facts import (  # noqa: F401
     LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD)
 from reclaunch.spec.sharders import pin_problems
@@ -81,6 +82,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         out.append((("storage", "existing"), "required for storage kind cephfs: "
                     "'<clusterID>/<fsName>' of the existing file system"))
     out += _capacity_rules(s)
+    out += job_rules.table_names(s) + job_rules.din_sequence(s)
     out += pin_problems(s.model)          # a sharding the table's TorchRec module cannot take
     pattern, rule = NAME_RULES[s.cloud]
     if not re.fullmatch(pattern, s.name):
@@ -130,6 +132,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
             hint = f" — did you mean {' or '.join(got)}?" if got else f"; known: {', '.join(gpus)}"
             out.append((("gpu",), f"unknown GPU {s.gpu!r}{hint}"))
     fabric = s.interconnect.inter_node
+    out += job_rules.offer_in_region(s, cat, gpu)
     if s.instance_type:
         inst = cat.instance(s.cloud, s.instance_type)
         if inst is None:

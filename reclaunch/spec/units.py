@@ -75,6 +75,32 @@ def parse_size(value: object) -> int:
     return int(result)
 
 
+# storage.size: a bare number is GiB (what the stacks always created for it); said here, in the
+# field's description and the schema, and in the plan's storage line.
+STORAGE_SIZE_JSON_SCHEMA = {
+    "anyOf": [
+        {"type": "number", "exclusiveMinimum": 0, "description": "GiB"},
+        {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]*)?\s*([KMGTPEkmgtpe]i?)?[Bb]?\s*$",
+         "examples": ["1.2TiB", "2400GiB", "100TiB"]},
+    ]
+}
+
+
+def parse_storage_size(value: object) -> int:
+    """Bytes for storage.size: "1.2TiB", "500GB"; a bare number (1200, "1200") is GiB."""
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as 1.2TiB (a bare number is GiB), got a boolean")
+    if isinstance(value, str) and re.fullmatch(r"\s*[0-9]+(\.[0-9]*)?\s*", value):
+        value = float(value)
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"expected a non-negative size, got {value!r}")
+        if value > MAX_SIZE / 2**30:
+            raise ValueError(f"size {str(value)[:20]}... GiB is too large")
+        return int(value * 2**30)
+    return parse_size(value)
+
+
 def human_bytes(n: float) -> str:
     """Binary units, three significant figures: 255852544 -> '244 MiB'."""
     n = float(n)

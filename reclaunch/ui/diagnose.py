@@ -26,7 +26,9 @@ def _fmt(value: Any, unit: str) -> str:
     if unit == "bytes":
         return f"{value / 2**30:,.2f} GiB"
     if unit == "usd":
-        return f"${value:,.2f}"
+        from reclaunch.ui.money import usd
+
+        return usd(value)
     if unit == "h":
         return f"{value:,.3f} h" if value < 1 else f"{value:,.1f} h"
     if unit == "samples/s":

@@ -12,7 +12,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _usd(v: float | None) -> str:
-    return "no price" if v is None else f"${v:,.2f}" if v < 100 else f"${v:,.0f}"
+    from reclaunch.ui.money import usd
+
+    return usd(v)
+
+
+def _storage_size(st) -> str:
+    from reclaunch.planner.storage_size import billed_gib
+    from reclaunch.spec.units import human_bytes
+
+    got = billed_gib(st.kind, st.size)
+    return human_bytes(got * GIB if got else st.size)
 
 
 def _span(rng, fmt) -> str:
@@ -41,6 +51,7 @@ def plan_renderables(plan) -> list:
              f"{plan.world_size} x {plan.gpu} {plan.gpu_memory_gib:g} GiB"
              if plan.instance_type else
              f"{plan.nodes} x {plan.gpus_per_node} CPU process(es) on this machine (cloud: local)")
+    per = "GPU" if plan.instance_type else "process"     # cloud: local runs CPU processes
     head = Table(title=f"plan: {plan.name}", show_header=False, box=None)
     head.add_column(style="bold")
     head.add_column()
@@ -48,10 +59,11 @@ def plan_renderables(plan) -> list:
     if plan.pick_reason:
         head.add_row("picked", plan.pick_reason)
     head.add_row("fabric", plan.fabric)
-    head.add_row("parallelism", f"{m.parallelism} (needs {m.gpus_needed or 'no'} GPU(s); "
+    head.add_row("parallelism", f"{m.parallelism} (needs {m.gpus_needed or 'no'} "
+                 f"{'process(es)' if per == 'process' else 'GPU(s)'}; "
                  f"embeddings {m.total_embedding_bytes / GIB:.2f} GiB in all)")
     head.add_row("fits", ("yes" if m.fits else "NO") +
-                 f": {m.total_bytes_per_gpu / GIB:.2f} of {m.capacity_bytes_per_gpu / GIB:.1f} GiB per GPU")
+                 f": {m.total_bytes_per_gpu / GIB:.2f} of {m.capacity_bytes_per_gpu / GIB:.1f} GiB per {per}")
     head.add_row("throughput", _throughput(plan) + _span(plan.throughput_range, _rate))
     head.add_row("duration", _dur(plan.duration_hours * 3600) + (
         f" (startup {_dur(plan.startup.seconds)} included)" if plan.startup is not None else "")
@@ -59,15 +71,18 @@ def plan_renderables(plan) -> list:
     if plan.startup is not None and plan.startup.steps:
         head.add_row("startup", _startup(plan.startup))
     od = c.on_demand_total_usd
-    head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)"
-                 + _span(c.on_demand_total_usd_range, _usd))
-    head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean" + _span(c.spot_total_usd_range, _usd)
-                 + f"; reclaims alone: P50 {_usd(c.spot_p50_usd)}, P90 {_usd(c.spot_p90_usd)} "
-                 f"({c.expected_reclaims:.2f} reclaims expected)")
-    head.add_row("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}")
-    head.add_row("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else ""))
+    if plan.instance_type is None:   # cloud: local: CPU processes here, nothing to pay
+        head.add_row("cost", "none: CPU processes on this machine")
+    else:
+        head.add_row("cost on-demand", f"{_usd(od)} ({_usd(c.on_demand_usd_per_hour)}/h)"
+                     + _span(c.on_demand_total_usd_range, _usd))
+        head.add_row("cost spot", f"{_usd(c.spot_total_usd)} mean" + _span(c.spot_total_usd_range, _usd)
+                     + f"; reclaims alone: P50 {_usd(c.spot_p50_usd)}, P90 {_usd(c.spot_p90_usd)} "
+                     f"({c.expected_reclaims:.2f} reclaims expected)")
+        head.add_row("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}")
+        head.add_row("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else ""))
 
-    mem = Table(title="memory per GPU (GiB)")
+    mem = Table(title=f"memory per {per} (GiB)")
     for col in ("embeddings", "dense", "gradients", "optimizer", "activations", "reserve", "total"):
         mem.add_column(col, justify="right")
     mem.add_row(*(f"{b / GIB:.2f}" for b in (m.embedding_bytes, m.dense_bytes, m.gradient_bytes,
@@ -176,17 +191,17 @@ def render_plan(plan, width: int = 110) -> str:
     return con.file.getvalue()
 
 
-def compare_renderables(rows: list) -> list:
+def compare_renderables(rows: list, top: int | None = 10) -> list:
+    """The recommendation first, then the `top` cheapest rows (None: all)."""
     from rich.table import Table
 
-    from reclaunch.planner.ranking import recommendation
-
+    shown = rows if top is None else rows[:top]
     t = Table(title="whole-job cost by offer" + (f" (ranked by {rows[0].basis})" if rows else ""))
     for col, just in (("#", "right"), ("instance", "left"), ("region", "left"), ("nodes", "right"),
                       ("fits", "left"), ("samples/s", "right"), ("hours", "right"),
                       ("on-demand $", "right"), ("spot $", "right"), ("note", "left")):
         t.add_column(col, justify=just)
-    for r in rows:
+    for r in shown:
         p = r.plan
         note = ["recommended"] if r.recommended else []
         if r.sizing == "fewest":
@@ -200,12 +215,30 @@ def compare_renderables(rows: list) -> list:
                   f"{p.nodes} ({p.world_size} GPU)", "yes" if p.memory.fits else "NO",
                   _rate(p.throughput_samples_per_second), f"{p.duration_hours:.2f}",
                   _usd(p.cost.on_demand_total_usd), _usd(p.cost.spot_total_usd), ", ".join(note))
-    return [t, f"recommendation: {recommendation(rows)}"]
+    if len(shown) < len(rows):
+        t.caption = f"{len(shown)} of {len(rows)} offers shown (--top N, --top 0 for all)"
+    return [f"recommendation: {recommendation_line(rows)}", t]
 
 
-def render_compare(rows: list, width: int = 140) -> str:
+def recommendation_line(rows: list) -> str:
+    """One line: the cheapest offer that fits, in the project's money format."""
+    best = next((r for r in rows if r.recommended), None)
+    if best is None:
+        return "no priced offer fits this job: run `reclaunch catalog refresh` or shrink the model"
+    p = best.plan
+    text = (f"{p.nodes} x {p.instance_type} ({p.cloud} {p.region}, {p.world_size} x {p.gpu}): "
+            f"{_usd(best.usd)} {best.basis}, {p.duration_hours:.2f} h")
+    spec_rows = [r for r in rows if r.sizing == "spec" and r.plan.memory.fits and r.usd is not None]
+    if best.sizing == "fewest" and spec_rows:
+        alt = spec_rows[0]
+        text += (f"; fewer nodes win: scaling is poor, {alt.plan.nodes} x {alt.plan.instance_type} "
+                 f"would cost {_usd(alt.usd)} for {alt.plan.duration_hours:.2f} h")
+    return text
+
+
+def render_compare(rows: list, width: int = 140, top: int | None = 10) -> str:
     con = _console(width)
-    for r in compare_renderables(rows):
+    for r in compare_renderables(rows, top):
         con.print(r)
     return con.file.getvalue()
 
@@ -218,7 +251,7 @@ def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
                     f"{' (' + ', '.join(plan.zones) + ')' if plan.zones else ''}")
     for col in ("", "per hour", "whole job"):
         t.add_column(col, justify="right" if col else "left")
-    money = lambda v: "-" if v is None else f"${v:,.2f}"  # noqa: E731
+    money = lambda v: _usd(v) if v is not None else "-"  # noqa: E731
     t.add_row("on-demand", money(c.on_demand_usd_per_hour), money(c.on_demand_total_usd))
     t.add_row("spot", money(c.spot_usd_per_hour), money(c.spot_total_usd))
     t.add_row("budget.max_usd", "", money(plan.spec.budget.max_usd))
@@ -226,7 +259,7 @@ def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
     st = plan.spec.storage
     out.print(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
               f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
-              f"storage {st.kind}{' ' + str(st.size) if st.size else ''}; "
+              f"storage {st.kind}{' ' + _storage_size(st) if st.size else ''}; "
               f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h")
     if problem:
         out.print(f"[yellow]budget: {problem}[/yellow]")

@@ -15,7 +15,9 @@ def _elapsed(seconds: float | None) -> str:
 
 def _vs(measured: float | None, planned: float | None, money: bool = False) -> str:
     """`measured (plan planned)`, e.g. `1,234 (plan 2,000)` or `$12.00 (plan $10.00)`."""
-    f = (lambda v: f"${v:,.2f}") if money else (lambda v: f"{v:,.0f}")  # noqa: E731
+    from reclaunch.ui.money import usd
+
+    f = usd if money else (lambda v: f"{v:,.0f}")  # noqa: E731
     if measured is None:
         return "-" if planned is None else f"- (plan {f(planned)})"
     return f(measured) + ("" if planned is None else f" (plan {f(planned)})")
@@ -50,10 +52,16 @@ def status_table(statuses: Iterable):
             caps[n.get("capacity_type", "?")] = caps.get(n.get("capacity_type", "?"), 0) + 1
         nodes = ", ".join(f"{v} {k}" for k, v in sorted(caps.items())) or "-"
         pods = f"{sum(1 for p in s.pods if p.get('phase') == 'Running')}/{len(s.pods)} running" if s.pods else "-"
-        spend = "-" if s.spend_usd is None else f"${s.spend_usd:,.2f}"
+        spend = "-" if s.spend_usd is None else _money(s.spend_usd)
         extra = list(measured_cells(s)) if measured else []
         # name, message and cells come from state files and job output: text, never markup
         t.add_row(shown(s.name), shown(s.cloud), f"[{colour.get(s.state, 'white')}]{shown(s.state)}[/]",
                   shown(nodes), shown(pods), _elapsed(s.elapsed_seconds), spend,
                   *(shown(c) for c in extra), shown((s.message or "")[:200]))
     return t
+
+
+def _money(v: float) -> str:
+    from reclaunch.ui.money import usd
+
+    return usd(v)

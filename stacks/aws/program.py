@@ -343,8 +343,11 @@ def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, km
         egress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True,
                  "security_groups": [cluster_sg]}])
     if kind == "fsx-lustre":
-        # PERSISTENT_2 sells 1200 GiB then 2400 GiB steps; encrypted at rest with our key.
-        gib = 1200 if c.storage_gib(plan, 1200) <= 1200 else c.storage_gib(plan, 2400, 2400)
+        # PERSISTENT_2 sells 1200 GiB then 2400 GiB steps (the plan prices the same rounding,
+        # one function); encrypted at rest with our key.
+        from reclaunch.planner.storage_size import billed_gib
+
+        gib = int(billed_gib("fsx-lustre", plan.spec.storage.size))
         fs = aws.fsx.LustreFileSystem(
             c.name(plan, "fsx"), storage_capacity=gib, subnet_ids=gpu_subnet.id,
             security_group_ids=[sg.id], deployment_type="PERSISTENT_2",

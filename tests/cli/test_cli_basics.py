@@ -82,7 +82,7 @@ def test_up_dry_run_prints_the_launch_and_creates_nothing(tmp_path, monkeypatch)
 
     from reclaunch.cli import cli
     monkeypatch.setenv("RECLAUNCH_HOME", str(tmp_path / "home"))
-    res = CliRunner().invoke(cli, ["up", "examples/aws-deepfm-p4d.yaml", "--dry-run"])
+    res = CliRunner().invoke(cli, ["up", "examples/aws-deepfm-p4d.yaml", "--dry-run", "-o", "yaml"])
     assert res.exit_code == 0, res.output
     docs = [d for d in yaml.safe_load_all(res.output) if d]
     kinds = [d["kind"] for d in docs]
@@ -90,6 +90,65 @@ def test_up_dry_run_prints_the_launch_and_creates_nothing(tmp_path, monkeypatch)
     job = docs[-1]
     assert "elasticPolicy" in job["spec"]          # the example is spot: elastic as planned
     assert not (tmp_path / "home" / "journal").exists()   # nothing recorded, nothing created
+
+
+def test_up_dry_run_starts_with_the_summary_then_the_objects(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from reclaunch.cli import cli
+    monkeypatch.setenv("RECLAUNCH_HOME", str(tmp_path / "home"))
+    res = CliRunner().invoke(cli, ["up", "examples/aws-deepfm-p4d.yaml", "--dry-run"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0] == "reclaunch up --dry-run: nothing created."
+    assert lines[1].startswith("plan: criteo-deepfm: 4 x p4d.24xlarge (aws us-east-1)")
+    assert any(ln.startswith("cost: $") for ln in lines[2:6])
+    # What needs a person (quota codes), then the objects, no YAML
+    person = lines.index("what needs a person first (reclaunch cannot do these):")
+    assert "L-417A185B" in res.output[res.output.index(lines[person]):]
+    objs = next(i for i, ln in enumerate(lines) if ln.startswith("Kubernetes objects"))
+    assert person < objs and "  PyTorchJob reclaunch/criteo-deepfm (applied last)" in lines
+    assert "apiVersion:" not in res.output and len(lines) < 40
+    out = tmp_path / "yaml"
+    res = CliRunner().invoke(cli, ["up", "examples/aws-deepfm-p4d.yaml", "--dry-run", "--out", str(out)])
+    assert res.exit_code == 0 and len(list(out.glob("*.yaml"))) == 5
+    assert not (tmp_path / "home" / "journal").exists()
+
+
+def test_local_dry_run_shows_the_torchrun_commands(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from reclaunch.cli import cli
+    monkeypatch.setenv("RECLAUNCH_HOME", str(tmp_path / "home"))
+    res = CliRunner().invoke(cli, ["up", "examples/local-deepfm.yaml", "--dry-run"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("reclaunch up --dry-run: nothing created.\nplan: local-deepfm: 2 simulated")
+    assert "CPU process(es)" in res.output and "PyTorchJob" not in res.output
+    nodes = [ln for ln in res.output.splitlines() if ln.startswith("  node ")]
+    assert len(nodes) == 2 and all("torchrun --nnodes=" in n and "examples/trainer/train.py" in n for n in nodes)
+    assert not (tmp_path / "home" / "local").exists()
+
+
+def test_local_dry_run_command_is_the_supervisors(tmp_path):
+    # providers/local/dryrun.agent_command mirrors Supervisor.agent_cmd flag for flag.
+    from reclaunch.catalog import load_catalog
+    from reclaunch.planner import make_plan
+    from reclaunch.providers.local.dryrun import agent_command
+    from reclaunch.providers.local.supervisor import Supervisor
+    from reclaunch.spec import load_spec
+
+    plan = make_plan(load_spec("examples/local-deepfm.yaml"), load_catalog())
+    sup = Supervisor.__new__(Supervisor)
+    sup.root, sup.name, sup.port = tmp_path, plan.name, 4242
+    from reclaunch.providers.local import entrypoint
+    sup.launch = {"join_timeout": 300, "last_call_timeout": 10, "min_nodes": plan.min_nodes,
+                  "max_nodes": plan.max_nodes, "nproc": plan.gpus_per_node,
+                  "max_restarts": plan.spec.job.max_restarts,
+                  "entry": entrypoint(plan.spec.job.command, plan.spec.job.args)}
+    real = sup.agent_cmd(0)[3:]   # after `python -m torch.distributed.run`
+    shown = agent_command(plan, 0)[1:]
+    norm = lambda args: [a.replace("4242", "<port>").replace(str(tmp_path), "<run dir>") for a in args]  # noqa: E731
+    assert norm(real) == norm(shown)
 
 
 def test_sdk_deprecation_notices_do_not_bury_our_one_line(monkeypatch):

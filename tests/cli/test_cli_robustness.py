@@ -209,8 +209,9 @@ def test_region_without_catalog_row(env, tmp_path):
     # eu-south-2 sells p5en but not the example's p4d (the catalog lists every p4d region).
     spec = _variant(tmp_path, AWS_EXAMPLE, "region: us-east-1", "region: eu-south-2")
     spec.write_text(spec.read_text().replace("zones: [us-east-1a]", "zones: [eu-south-2a]"))
-    for verb in ("plan", "render", "preview"):
-        line = assert_error(run(env, verb, spec), 1, f"{spec}:", "eu-south-2", "known regions")
+    for verb in ("validate", "plan", "render", "preview"):   # a spec error: exit 2, at validate too
+        line = assert_error(run(env, verb, spec), 2, f"{spec}:5: region:", "eu-south-2",
+                            "regions that do:", "us-east-1")
         assert "refresh --region" not in line   # refresh cannot add a region: no such advice
 
 
@@ -410,3 +411,16 @@ def test_local_preempt_odd_delays(env, args):
     assert_error(run(env, "preempt", "loc", "--node", "0", *args), 2, "must be >= 0 seconds")
     assert not (root / "control").exists()      # no drill was requested
     assert_error(run(env, "preempt", "loc", "--node", "7"), 2, "has nodes 0..1")
+
+
+def test_logs_shows_rank_0_without_metrics_by_default(env):
+    root = _local_cluster(env)
+    (root / "nodes" / "node-0.log").write_text(
+        '[rank0]: step=20 loss=0.5\n[rank0]: RECLAUNCH_METRICS {"step": 20}\nagent line\n')
+    (root / "nodes" / "node-1.log").write_text("[rank1]: step=20 loss=0.6\n")
+    out = run(env, "logs", "loc")
+    assert out.returncode == 0 and out.stdout == "[rank0]: step=20 loss=0.5\n", out.stdout
+    assert "RECLAUNCH_METRICS" in run(env, "logs", "loc", "--metrics").stdout
+    every = run(env, "logs", "loc", "--all").stdout
+    assert "[rank1]: step=20" in every and "[node-0] agent line" in every
+    assert "RECLAUNCH_METRICS" not in every

@@ -183,6 +183,27 @@ def test_watcher_pid_file(tmp_path):
     _ = dataclasses  # keep the import for with_spec users
 
 
+def test_down_says_what_it_destroyed_and_what_the_sweep_found(world, plan):
+    from reclaunch.runtime import lifecycle
+
+    lifecycle.up(plan, world.env(), yes=True)
+    destroy = world.infra.destroy
+
+    def with_events(name, *, keep_storage=False, on_event=None):
+        for urn in sorted(world.infra.state.get(name, set())):
+            on_event({"kind": "resource", "status": "done", "op": "delete", "type": "aws:x", "urn": urn})
+        destroy(name, keep_storage=keep_storage, on_event=on_event)
+
+    world.infra.destroy = with_events
+    env = world.env()
+    n = len(world.infra.state[plan.name])
+    lifecycle.down(plan.name, env, yes=True)
+    text = env.console.file.getvalue()
+    assert f"destroyed {n} resource(s) of {plan.name}" in text
+    assert (f"verified: nothing tagged for this cluster is left (sweep of reclaunch-cluster="
+            f"{plan.name} in aws us-east-1)") in text
+
+
 def test_job_states_are_one_enum():
     """TorchX-style state enum: every state has its meaning, strings from outside are parsed,
     unknown text is Unknown (never a new state), and JSON still carries the plain name."""

@@ -49,8 +49,10 @@ def test_compare_ranks_at_least_15_offers_for_dcnv2():
     assert [r.usd for r in priced] == sorted(r.usd for r in priced)
     assert all(r.usd is None for r in rows[len(priced):])     # unpriced last
     assert sum(r.recommended for r in rows) == 1
-    text = render_compare(rows)
-    assert "no price" in text and "recommendation:" in text
+    text = render_compare(rows, top=None)
+    assert "no price" in text and text.startswith("recommendation:")
+    top = render_compare(rows)   # --top 10 by default, the recommendation first
+    assert top.startswith("recommendation:") and f"10 of {len(rows)} offers shown" in top
     # fewer, bigger GPUs win: scaling is poor, so the cheapest row uses fewer nodes than asked.
     assert rows[0].plan.world_size < spec.nodes * spec.gpus_per_node
 

@@ -5,7 +5,7 @@ import pytest
 
 from planner_helpers import make_spec
 from reclaunch.catalog import bundled_catalog
-from reclaunch.errors import PlanError
+from reclaunch.errors import SpecError
 from reclaunch.planner import make_plan, over_budget
 from reclaunch.planner.cost import poisson_quantile
 from reclaunch.planner.perf import allreduce_seconds, dim_penalty, hierarchical_allreduce_seconds
@@ -34,7 +34,8 @@ def test_cost_arithmetic_on_demand():
     assert 0 < billed_h < up_h
     assert p.cost.on_demand_usd_per_hour == pytest.approx(o.on_demand_usd * 2)
     assert p.cost.control_plane_usd == pytest.approx(0.10 * h)
-    assert p.cost.storage_usd == pytest.approx(1024 * 0.145 * h / 730)
+    # 1 TiB of FSx for Lustre is created (and billed) as 1.2 TiB: its smallest size.
+    assert p.cost.storage_usd == pytest.approx(1200 * 0.145 * h / 730)
     # the instances bill training plus the billed part of the startup only
     assert p.cost.on_demand_total_usd == pytest.approx(
         o.on_demand_usd * 2 * (h - up_h + billed_h) + p.cost.control_plane_usd + p.cost.storage_usd)
@@ -112,9 +113,10 @@ def test_budget():
 
 def test_region_without_catalog_row_is_a_clear_error():
     spec = make_spec(instance_type=None, gpu="H100-80GB", region="eu-west-9")
-    with pytest.raises(PlanError) as e:
+    with pytest.raises(SpecError) as e:   # a spec problem: exit 2, like validate
         make_plan(spec, bundled_catalog())
     assert "us-east-1" in str(e.value) and "catalog refresh" in str(e.value)
+    assert e.value.exit_code == 2
 
 
 def test_picks_cheapest_fitting_offer():

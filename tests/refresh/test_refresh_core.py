@@ -155,3 +155,9 @@ def test_import_pulls_in_no_cloud_sdk():
             "bad = [m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore', 'google', 'rich')]; "
             "print(bad); assert not bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_refresh_that_fetched_nothing_exits_1(home):
+    rep = refresh(bundled_catalog(), clouds=["gcp"], instance="a3-highgpu-8g", dry_run=False,
+                  today=TODAY, fetchers={"gcp": fixed({})})
+    assert rep.diffs == [] and rep.exit_code == 1 and rep.written is None

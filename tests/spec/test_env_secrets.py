@@ -96,7 +96,7 @@ def _cli(tmp_path, *args):
 def test_dry_run_and_render_never_print_a_secret_and_files_are_owner_only(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text(spec_with({"MY_TOKEN": "tok-123456", "HF": {"secret": "hf", "key": "token"}}))
-    for args in (["up", "--dry-run", str(f)], ["render", str(f)]):
+    for args in (["up", "--dry-run", "-o", "yaml", str(f)], ["render", str(f)]):
         p = _cli(tmp_path, *args)
         assert p.returncode == 0, p.stderr
         assert "tok-123456" not in p.stdout + p.stderr and "redacted" in p.stdout

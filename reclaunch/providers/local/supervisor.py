@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reclaunch.providers.local import measure, proc as lp
+from reclaunch.providers.local import measure, proc as lp, repeat
 from reclaunch.providers.local.disk import (become_subreaper as _become_subreaper, no_space,
                                             recorded_procs, say as _say, tighten)
 
@@ -47,6 +47,7 @@ class Supervisor:
         self.started_at = time.time()
         self.finished_at: float | None = None
         self.restarting_since: float | None = None
+        self.repeat = repeat.RepeatWatch()   # the same failure twice in a row stops the job
         self.store = None
         self.port: int | None = None
         self._last_write = 0.0
@@ -164,6 +165,7 @@ class Supervisor:
                 self.nodes[node]["state"] = "reclaiming"
                 self.nodes[node]["reclaims"] = self.nodes[node].get("reclaims", 0) + 1
                 self.restarting_since = time.time()
+                self.repeat.reclaimed()
             self.preemptions.append(rec)
             self.write(force=True)
 
@@ -203,6 +205,7 @@ class Supervisor:
             buf = self.node_lines.setdefault(node, [])
             buf.append(line[:lp.MAX_PARSED])
             del buf[:-400]
+            self.repeat.feed(node, line)
             rank, text = lp.split_rank(line)
             if rank != 0:
                 return
@@ -325,6 +328,7 @@ class Supervisor:
             self.advance_drills()
             self.read_logs()
             self.check_failure()
+            repeat.stop_if_repeated(self)   # the same failure twice: stop (repeat.py)
             if self.state not in lp.TERMINAL and not any(
                     n["state"] in ("running", "reclaiming", "replacing") for n in self.nodes) \
                     and self.pending_failure is None:

@@ -78,6 +78,8 @@ def down(root: Path, name: str, *, keep_storage: bool = False, grace: float = 15
         raise ProviderError(f"could not stop processes {left} of local cluster {name!r}; "
                             "nothing was deleted", hint=f"see `ps -o pid,cmd -p "
                             f"{','.join(map(str, left))}`, then rerun `reclaunch down {name}`")
+    stopped = "no process left (checked by run marker)" + (
+        f", port {state['port']} freed" if state.get("port") else "")
     if keep_storage:
         keep = {"data"}
         ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")
@@ -86,8 +88,11 @@ def down(root: Path, name: str, *, keep_storage: bool = False, grace: float = 15
         for child in root.iterdir():
             if child.name not in keep:
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
+        print(f"{name}: {stopped}; deleted logs and state, kept {', '.join(sorted(keep))} in {root}")
     else:
         shutil.rmtree(root, ignore_errors=True)
+        print(f"{name}: {stopped}; deleted {root} (logs, checkpoints, data)"
+              + ("" if not root.exists() else f"; {root} is still there"))
     try:  # the CLI finds clusters by their journal (reclaunch.runtime.journal)
         from reclaunch.runtime.journal import Journal
 

@@ -1,0 +1,101 @@
+"""`reclaunch schema`: the JSON Schema editors read, with a description on every field, the
+standard keywords (exclusiveMinimum, maximum, ...) and the known GPU names as an enum.
+
+The descriptions live here, beside the models (models.py keeps the ones it had), so the
+contract file stays readable; a test checks every field has one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DOCS: dict[str, str] = {
+    "Spec.cloud": "Where the job runs: aws, azure, gcp, or local (this machine, CPU processes, no account)",
+    "Spec.region": "Cloud region (e.g. us-east-1, eastus, us-central1); it must sell the instance",
+    "Spec.zones": "Zones to try in order (capacity fallback); empty: the stack picks",
+    "Spec.nodes": "Nodes (instances) at the start; cloud: local: simulated nodes",
+    "Spec.gpus_per_node": "GPUs per node (cloud: local: training processes per simulated node)",
+    "Spec.gpu": "GPU model, e.g. H100-80GB or just H100; the planner picks the cheapest instance",
+    "Spec.instance_type": "Exact instance type (e.g. p4d.24xlarge); instead of or as well as gpu",
+    "Spec.namespace": "Kubernetes namespace for the job",
+    "Spec.interconnect": "Links within and between nodes",
+    "Spec.storage": "Shared storage every node mounts (datasets, checkpoints)",
+    "Spec.spot": "Spot/preemptible capacity and what to do when there is none",
+    "Spec.autoscaling": "Elastic node count (min..max); the job resizes on reclaims",
+    "Spec.capacity": "Reserved capacity (ODCR, Capacity Block, GCP reservation, Azure CRG)",
+    "Spec.security": "Who may reach the Kubernetes API; host encryption",
+    "Spec.job": "The training job: image, command, batch, precision, checkpoints, dataset",
+    "Spec.model": "The recommender model the planner sizes and the trainer builds",
+    "Spec.nccl": "Extra NCCL settings on top of the fabric profile",
+    "Spec.teardown": "When the cluster goes away after the job",
+    "Spec.budget": "A spending limit `up` checks against the plan",
+    "Autoscaling.min_nodes": "Fewest nodes the job keeps running with",
+    "Autoscaling.max_nodes": "Most nodes the pool grows to",
+    "Budget.max_usd": "Whole-job USD limit; `up` refuses a plan over it without --force",
+    "Capacity.kind": "What was bought: odcr, capacity-block (aws), gcp-reservation, azure-crg",
+    "Checkpoint.path": "Where checkpoints go; relative paths live on the storage mount",
+    "Checkpoint.every_minutes": "Minutes between checkpoints (what a reclaim can lose, half of it on average)",
+    "Dataset.samples": "Training samples per epoch, e.g. 4.2e9",
+    "Dataset.epochs": "Passes over the dataset (may be fractional)",
+    "Interconnect.inter_node": "Network between nodes; auto picks the instance's (efa, infiniband, tcpx, tcpxo)",
+    "Job.image": "Container image with the trainer (required on clouds)",
+    "Job.command": "Entry point, e.g. [python, /app/train.py]",
+    "Job.args": "Arguments after the command",
+    "Job.env": "Environment variables for every training process (these win over reclaunch's)",
+    "Job.grad_accumulation": "Micro-batches per optimizer step",
+    "Job.precision": "Dense compute precision: fp32, tf32, fp16, bf16",
+    "Job.optimizer": "Optimizer (sizes optimizer state in the memory plan)",
+    "Job.checkpoint": "Checkpoint path and interval",
+    "Job.dataset": "Dataset size the duration and cost are computed from",
+    "Job.max_restarts": "Restarts torchrun allows; the same failure twice in a row stops earlier",
+    "Job.execution": "eager, or cuda_graph when the trainer captures the step (fewer kernel launches)",
+    "Job.gradient_dtype": "Dense gradients on the wire: fp32, or fp16/bf16 when all-reduced in half precision",
+    "SecretRef.secret": "Name of a Kubernetes Secret in the job's namespace",
+    "SecretRef.key": "Key in that Secret whose value the variable gets",
+    "Model.preset": "deepfm, dcnv2, din, dlrm, wide_deep (fills the rest), or custom",
+    "Model.embedding_dim": "Embedding dimension of every table without its own dim",
+    "Model.embedding_dtype": "Storage type of embedding rows",
+    "Model.mlp": "Deep / top MLP layer sizes",
+    "Model.bottom_mlp": "Bottom MLP over dense features (DLRM, DCNv2)",
+    "Model.dense_features": "Number of dense (continuous) input features",
+    "Model.cross_layers": "DCNv2 cross layers",
+    "Model.cross_low_rank": "DCNv2 low-rank cross dimension (null: full rank)",
+    "Model.attention_mlp": "DIN attention MLP sizes (the job gets RECLAUNCH_ATTENTION_MLP)",
+    "Nccl.env": "NCCL_* variables added to (and overriding) the fabric profile's",
+    "Nccl.debug": "NCCL_DEBUG level: WARN, or INFO for `diagnose` to read transports",
+    "Spot.enabled": "Run on spot/preemptible instances (needs shared storage for checkpoints)",
+    "Spot.fallback": "on-demand: fall back when no spot capacity; none: wait",
+    "Storage.kind": "fsx-lustre, efs (aws), filestore (gcp), azure-lustre, azure-files (azure), cephfs, pvc, hostpath (local), none",
+    "Storage.mount_path": "Where every training container sees the storage",
+    "Storage.storage_class": "StorageClass for kind pvc (default: the cluster's)",
+    "Table.name": "Table (feature) name; unique in the model",
+    "Table.rows": "Rows (vocabulary size), e.g. 40e6",
+    "Table.dim": "This table's embedding dimension (default: model.embedding_dim)",
+    "Teardown.when": "on_success, on_completion (success or failure), or never",
+    "Teardown.idle_minutes": "A cluster kept up with no job goes after this long",
+    "Teardown.keep_on_failure": "Keep a failed cluster for debugging (until idle_minutes)",
+}
+# pydantic's constraint names -> the JSON Schema keywords editors understand.
+KEYWORDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum"}
+
+
+def _standard(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {KEYWORDS.get(k, k): _standard(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_standard(v) for v in node]
+    return node
+
+
+def finish(schema: dict, gpus: list[str]) -> dict:
+    schema = _standard(schema)
+    models = {"Spec": schema, **schema.get("$defs", {})}
+    for model, body in models.items():
+        for field, prop in body.get("properties", {}).items():
+            if "description" not in prop and f"{model}.{field}" in DOCS:
+                prop["description"] = DOCS[f"{model}.{field}"]
+    gpu = schema["properties"]["gpu"]
+    # Known names complete in editors; the short forms (h100, A100) still validate.
+    gpu["anyOf"] = [{"enum": sorted(gpus)}, {"type": "string"}, {"type": "null"}]
+    gpu.pop("type", None)
+    return schema
