@@ -142,9 +142,16 @@ class RefreshReport:
 
 def _merge(old: Offer, q: Quote, today: _dt.date) -> tuple[Offer, str]:
     """New row: fetched prices where returned, old ones (named in the note) where not."""
-    vals, kept = {}, []
+    from reclaunch.catalog.overlay import PRICE_MAX, PRICE_MIN
+
+    vals, kept, absurd = {}, [], []
     for f in PRICE_FIELDS:
         new = getattr(q, f)
+        if new is not None and not PRICE_MIN <= float(new) <= PRICE_MAX:
+            # The overlay reader refuses such a row whole (a unit slip, a test double's
+            # placeholder): never write it; keep the old figure and say so.
+            absurd.append(f"{f} {float(new):g}")
+            new = None
         if new is None and getattr(old, f) is not None:
             kept.append(f)
             new = getattr(old, f)
@@ -156,6 +163,8 @@ def _merge(old: Offer, q: Quote, today: _dt.date) -> tuple[Offer, str]:
         # on-demand SKU sum is a price nobody can pay, so it must not price the row.
         vals["on_demand_usd"] = None
         notes.append(f"sold as {old.purchase} only: the fetched on-demand price is not used")
+    if absurd:
+        notes.append(f"outside {PRICE_MIN:g}..{PRICE_MAX:g} USD/h, not used: " + ", ".join(absurd))
     if kept:
         notes.append(f"not returned, kept from {old.price_as_of.isoformat()}: "
                      + ", ".join(kept))

@@ -161,3 +161,16 @@ def test_a_refresh_that_fetched_nothing_exits_1(home):
     rep = refresh(bundled_catalog(), clouds=["gcp"], instance="a3-highgpu-8g", dry_run=False,
                   today=TODAY, fetchers={"gcp": fixed({})})
     assert rep.diffs == [] and rep.exit_code == 1 and rep.written is None
+
+
+def test_an_absurd_fetched_price_is_never_written(home):
+    """A fetched 1e-05 USD/h spot (moto's placeholder once) made the overlay reader refuse the
+    whole row, so a good on-demand price was lost: the absurd figure is dropped, the old one
+    kept and named, and the row is read back as the overlay's."""
+    old = {o.key: o for o in bundled_catalog().offers}[A3]
+    rep = refresh(bundled_catalog(), clouds=["gcp"], instance="a3-highgpu-8g", region="us-central1",
+                  dry_run=False, today=TODAY, fetchers={"gcp": fixed({A3: Quote(90.0, 1e-05, source="GCP")})})
+    assert not rep.failures
+    row = {o.key: o for o in load_catalog().offers}[A3]
+    assert (row.on_demand_usd, row.spot_usd, row.origin) == (90.0, old.spot_usd, "overlay")
+    assert "outside 0.01..5000 USD/h, not used: spot_usd 1e-05" in row.source
