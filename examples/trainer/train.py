@@ -147,6 +147,13 @@ def make_engine(args, d: Dist, log):
         raise SystemExit(f"error: {exc}") from None
 
 
+def _straggle(fault) -> None:
+    """The straggler drill sleeps inside forward/backward (after the data-ready mark), so the
+    slow rank's own compute shows it and the ranks waiting for it show only collective waits."""
+    if fault.straggle:
+        time.sleep(fault.straggle)
+
+
 class TimedIter:
     """The loader as an iterator that adds the host time blocked in next() to `wait`."""
 
@@ -262,20 +269,21 @@ def main(argv: list[str] | None = None) -> int:
         batches.wait = 0.0
         m0 = clock.mark()
         hook = fault.loss_hook(step + 1)
-        if fault.straggle:
-            time.sleep(fault.straggle)
         if pipeline is not None:
             # zero_grad, forward, backward and the optimizer step all happen inside; the
             # pipeline already holds the next batches (copied, input-dist started).
             m1 = clock.mark()
+            _straggle(fault)
             step_loss = engine.pipeline_step(batches, hook)
             m2 = m3 = clock.mark()
         else:
             step_loss = torch.zeros((), device=d.device)
             m1 = None
-            for _ in range(args.grad_accum):
+            for i in range(args.grad_accum):
                 batch = engine.prepare(next(batches))
                 m1 = m1 or clock.mark()
+                if i == 0:
+                    _straggle(fault)
                 step_loss += engine.forward_backward(batch, hook)
             m2 = clock.mark()
         logging = (step + 1) % args.log_every == 0 or step + 1 == args.steps
