@@ -20,7 +20,10 @@ def summary_lines(plan: "Plan") -> list[str]:
         where = (f"{plan.nodes} x {plan.instance_type} ({plan.cloud} {plan.region}), "
                  f"{plan.world_size} x {plan.gpu}" + (", spot" if plan.spot else ", on-demand"))
         per = "GPU"
-        money = (f"cost: {usd(c.on_demand_total_usd)} on-demand, {usd(c.spot_total_usd)} spot "
+        def rng(r) -> str:   # the plan's P10-P90 (planner/uncertainty.py)
+            return f" [P10-P90 {usd(r[0])} - {usd(r[1])}]" if r else ""
+        money = (f"cost: {usd(c.on_demand_total_usd)} on-demand{rng(c.on_demand_total_usd_range)}, "
+                 f"{usd(c.spot_total_usd)} spot{rng(c.spot_total_usd_range)} "
                  f"(prices as of {c.price_as_of or '-'}"
                  + (", STALE: `reclaunch catalog refresh`" if c.stale else "") + ")")
     else:
@@ -31,7 +34,9 @@ def summary_lines(plan: "Plan") -> list[str]:
     return [f"plan: {plan.name}: {where}",
             f"fits: {'yes' if m.fits else 'NO'}: {m.total_bytes_per_gpu / GIB:.2f} of "
             f"{m.capacity_bytes_per_gpu / GIB:.1f} GiB per {per}",
-            f"duration: ~{_hours(plan.duration_hours)}",
+            f"duration: ~{_hours(plan.duration_hours)}" + (
+                f" [P10-P90 {_hours(plan.duration_hours_range[0])} - {_hours(plan.duration_hours_range[1])}]"
+                if plan.duration_hours_range else ""),
             money]
 
 

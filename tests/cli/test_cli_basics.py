@@ -102,7 +102,9 @@ def test_up_dry_run_starts_with_the_summary_then_the_objects(tmp_path, monkeypat
     lines = res.output.splitlines()
     assert lines[0] == "reclaunch up --dry-run: nothing created."
     assert lines[1].startswith("plan: criteo-deepfm: 4 x p4d.24xlarge (aws us-east-1)")
-    assert any(ln.startswith("cost: $") for ln in lines[2:6])
+    cost = next(ln for ln in lines[2:6] if ln.startswith("cost: $"))
+    assert cost.count("[P10-P90 $") == 2       # the plan's range beside both figures
+    assert "[P10-P90 " in next(ln for ln in lines[2:6] if ln.startswith("duration: "))
     # What needs a person (quota codes), then the objects, no YAML
     person = lines.index("what needs a person first (reclaunch cannot do these):")
     assert "L-417A185B" in res.output[res.output.index(lines[person]):]
