@@ -89,6 +89,8 @@ def watch(provider: "LocalProvider", name: str, *, console: Any = None,
                 or not root.exists() or not lp.supervisor_alive(state):
             break
         time.sleep(0.2)
+    if root.exists():   # the status after teardown (torn_down, the kept-up message), not before
+        st = provider.status(name)
     console.print(f"teardown ({state.get('teardown')}): " + teardown_line(provider, name, root),
                   markup=False)
     return st
