@@ -19,6 +19,6 @@ __all__ = ["Comm", "Comparison", "Cost", "Memory", "Plan", "PlanError", "StepTim
 def __getattr__(name: str):
     import importlib
 
-    if name in ("compare", "Comparison", "recommendation"):
+    if name in ("compare", "Comparison"):
         return getattr(importlib.import_module("reclaunch.planner.ranking"), name)
     raise AttributeError(name)

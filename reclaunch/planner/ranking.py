@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from reclaunch.planner.cost import headline_usd
 from reclaunch.planner.model import Plan
-from reclaunch.planner.sizing import any_size, why
+from reclaunch.planner.sizing import any_size
 
 
 @dataclass
@@ -90,26 +90,3 @@ def compare(spec, catalog=None, same_cloud: bool = False,
     if best is not None:
         best.recommended = True
     return rows
-
-
-def recommendation(rows: list[Comparison]) -> str:
-    best = next((r for r in rows if r.recommended), None)
-    if best is None:
-        return "no priced offer fits this job: run `reclaunch catalog refresh` or shrink the model"
-    p = best.plan
-    text = (f"{p.nodes} x {p.instance_type} ({p.cloud} {p.region}, {p.world_size} x {p.gpu}): "
-            f"{_usd(best.usd)} USD {best.basis}, {p.duration_hours:.2f} h")
-    reason = why(p, [r.plan for r in rows], best.basis == "spot", head=False)
-    if reason:
-        text += f" ({reason})"
-    spec_rows = [r for r in rows if r.sizing == "spec" and r.plan.memory.fits and r.usd is not None]
-    if best.sizing == "fewest" and spec_rows:
-        alt = spec_rows[0]
-        text += (f"; fewer nodes win: scaling is poor, {alt.plan.nodes} x {alt.plan.instance_type} "
-                 f"would cost {_usd(alt.usd)} USD for {alt.plan.duration_hours:.2f} h")
-    return text
-
-
-def _usd(v: float) -> str:
-    # Whole dollars read well for big jobs; a 1-GPU job can cost cents.
-    return f"{v:,.0f}" if v >= 100 else f"{v:,.2f}"

@@ -225,9 +225,14 @@ def recommendation_line(rows: list) -> str:
     best = next((r for r in rows if r.recommended), None)
     if best is None:
         return "no priced offer fits this job: run `reclaunch catalog refresh` or shrink the model"
+    from reclaunch.planner.sizing import why
+
     p = best.plan
     text = (f"{p.nodes} x {p.instance_type} ({p.cloud} {p.region}, {p.world_size} x {p.gpu}): "
             f"{_usd(best.usd)} {best.basis}, {p.duration_hours:.2f} h")
+    reason = why(p, [r.plan for r in rows], best.basis == "spot", head=False)   # price, scaling, memory
+    if reason:
+        text += f" ({reason})"
     spec_rows = [r for r in rows if r.sizing == "spec" and r.plan.memory.fits and r.usd is not None]
     if best.sizing == "fewest" and spec_rows:
         alt = spec_rows[0]

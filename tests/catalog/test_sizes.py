@@ -18,7 +18,8 @@ from reclaunch.catalog import build_azure
 from reclaunch.catalog.build_catalog import aggregate, build_rows, read_facts
 from reclaunch.catalog.refresh import Fetch, Quote, refresh
 from reclaunch.fabric import get_profile, profile_for
-from reclaunch.planner import compare, make_plan, recommendation
+from reclaunch.planner import compare, make_plan
+from reclaunch.ui.plan import recommendation_line as recommendation
 from reclaunch.spec import load_spec
 from tests.catalog.test_catalog_data import source_rows
 
