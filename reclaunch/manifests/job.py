@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 LOCAL_IMAGE = "reclaunch-trainer:local"
 MASTER_PORT = 23456                          # the training operator's default port
 # Kinds the stack provisions and binds as `<name>-data`; the rest are claimed here.
-from reclaunch.spec.facts import STACK_PROVISIONED  # noqa: E402  (the one storage table)
+from reclaunch.spec.facts import MOUNTED_STORAGE, STACK_PROVISIONED  # noqa: E402  (the one storage table)
 TTL_AFTER_FINISHED = 24 * 3600               # keep finished pods' logs for a day
 # Taints managed node pools put on spot capacity; tolerating an absent taint is harmless,
 # so one list serves every cloud (no cloud-name branching here).
@@ -126,7 +126,7 @@ def _storage(plan: "Plan") -> tuple[list[dict], list[dict], list[dict]]:
     """-> (objects to create, volumes, volume mounts) for spec.storage."""
     st = plan.spec.storage
     claim = f"{plan.name}-data"
-    if st.kind in ("none", "hostpath"):
+    if st.kind not in MOUNTED_STORAGE or st.kind == "hostpath":   # none, bucket (fsspec), local
         return [], [], []
     objs = []
     if st.kind not in STACK_PROVISIONED:

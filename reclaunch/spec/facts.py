@@ -12,6 +12,7 @@ class StorageFacts(NamedTuple):
     # Substrings of the cloud resource kinds / Pulumi types that hold the data: `down
     # --keep-storage` keeps them, and teardown verification does not count them as leftovers.
     resource_hints: tuple[str, ...] = ()
+    mounted: bool = True         # pods mount it (a bucket is reached through fsspec, not a volume)
 
 
 # The one table of storage kinds (spec rules, render, keep-storage and sweep all read it).
@@ -25,6 +26,10 @@ STORAGE_KINDS: dict[str, StorageFacts] = {
     "pvc": StorageFacts(("aws", "azure", "gcp"), True, False,
                        ("persistentvolume", "volume", "/disk:disk", "compute/disk", "disk")),
     "hostpath": StorageFacts(("local",), False, False, ()),
+    # An object-store bucket for checkpoints (job.checkpoint.path: s3:// gs:// az://): the stack
+    # creates it (cloud: local creates it at AWS_ENDPOINT_URL); no volume, no mount.
+    "bucket": StorageFacts(("aws", "azure", "gcp", "local"), False, False,
+                           ("bucket", "blobcontainer", "storageaccount"), mounted=False),
     "none": StorageFacts(("aws", "azure", "gcp", "local"), False, False, ()),
 }
 
@@ -34,6 +39,7 @@ STORAGE_BY_CLOUD: dict[str, tuple[str, ...]] = {
 }
 SIZED_STORAGE = tuple(k for k, f in STORAGE_KINDS.items() if f.sized)
 STACK_PROVISIONED = tuple(k for k, f in STORAGE_KINDS.items() if f.created_by_stack)
+MOUNTED_STORAGE = tuple(k for k, f in STORAGE_KINDS.items() if f.mounted and k != "none")
 STORAGE_RESOURCE_HINTS = tuple(dict.fromkeys(h for f in STORAGE_KINDS.values() for h in f.resource_hints))
 
 # Targets that run on this machine: no catalog offer, no region, gloo over loopback.
