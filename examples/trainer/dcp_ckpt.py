@@ -90,12 +90,11 @@ def _commit(directory: str, tmp: str, final: str, step: int, meta: dict, keep: i
 
 
 def _cpu_group():
-    """async_save needs a process group with a CPU backend: the default one if it has it."""
+    """async_save needs a process group with a CPU backend, and one of its own: its finish
+    step (a gather on the writer thread) must not interleave with the step loop's collectives
+    on the default group, which deadlocks once an upload (a bucket) outlasts a step."""
     if not dist.is_initialized():
         return None
-    default = dist.group.WORLD
-    if dist.get_backend(default) == "gloo":
-        return default
     if _pending["group"] is None:
         _pending["group"] = dist.new_group(backend="gloo")   # collective: every rank saves together
     return _pending["group"]
