@@ -14,6 +14,7 @@ import json
 from typing import TYPE_CHECKING, Any, Callable
 
 from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
+from stacks import bucket_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -197,6 +198,7 @@ POLICIES: dict[str, Callable[["Plan", list[dict]], list[str]]] = {
     "tagged": tagged, "control-plane-private": control_plane_private,
     "no-world-ssh": no_world_ssh, "volumes-encrypted": volumes_encrypted,
     "scoped-iam": scoped_iam, "gpu-pools-pinned": gpu_pools_pinned,
+    "bucket-private": bucket_policy.bucket_private, "bucket-scoped": bucket_policy.bucket_scoped,
 }
 
 

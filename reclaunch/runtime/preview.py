@@ -98,7 +98,13 @@ def _computed(typ: str, name: str, inputs: dict, plan: "Plan") -> dict:
         "aws:eks/nodeGroup:NodeGroup": {"nodeGroupName": inputs.get("nodeGroupName", name)},
         # Inputs list identity ids; the output is a map keyed by id.
         "azure-native:containerservice:ManagedCluster": {
-            "identity": {"type": "UserAssigned", "userAssignedIdentities": {}}},
+            "identity": {"type": "UserAssigned", "userAssignedIdentities": {}},
+            "oidcIssuerProfile": {"issuerURL": f"https://eastus.oic.prod-aks.azure.com/mock/{name}/"}},
+        # Workload identity (stacks/*/bucket.py) reads these back into the job's ServiceAccount.
+        "azure-native:managedidentity:UserAssignedIdentity": {
+            "clientId": "00000000-0000-0000-0000-0000000c1d00", "principalId": f"{name}-principal"},
+        "gcp:serviceaccount/account:Account": {
+            "email": f"{inputs.get('accountId', name)}@mock-project.iam.gserviceaccount.com"},
         # A documentation address (RFC 5737) for the NAT gateway's public IP.
         "azure-native:network:PublicIPAddress": {"ipAddress": "198.51.100.10"},
         "azure-native:keyvault:Key": {"keyUriWithVersion": "https://kv-mock.vault.azure.net/keys/etcd/0123456789abcdef"},
