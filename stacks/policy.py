@@ -135,9 +135,10 @@ def volumes_encrypted(plan: "Plan", rs: list[dict]) -> list[str]:
         if t == "azure-native:containerservice:AgentPool" and \
                 bool(i.get("enableEncryptionAtHost")) != plan.spec.security.encryption_at_host:
             out.append(f"{r['name']}: encryption at host differs from the spec")
+        service = "file" if i.get("kind") == "FileStorage" else "blob"   # Files share / checkpoint blobs
         if t == "azure-native:storage:StorageAccount" and \
-                _get(i, "encryption.services.file.enabled") is not True:
-            out.append(f"{r['name']}: file encryption off")
+                _get(i, f"encryption.services.{service}.enabled") is not True:
+            out.append(f"{r['name']}: {service} encryption off")
     return out
 
 
