@@ -11,6 +11,8 @@ webhook needs (AKS). Import-free, like stacks.common's pure part.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reclaunch.spec.buckets import BucketURL, is_url, parse
@@ -54,12 +56,30 @@ def service_account(plan: "Plan") -> str | None:
     return f"{plan.name}-trainer" if grants(plan) else None
 
 
+def account_name(plan: "Plan") -> str:
+    """Azure: the created storage account's name: 3-24 lowercase letters/digits, globally
+    unique, stable per cluster (a hash of name and region), so render can hand it to the
+    trainer (stacks/azure/bucket.py creates it)."""
+    base = re.sub(r"[^a-z0-9]", "", plan.name)[:14]
+    return f"rl{base}{hashlib.sha256(f'{plan.name}/{plan.region}'.encode()).hexdigest()[:8]}"
+
+
+def _azure_env(plan: "Plan") -> dict[str, str]:
+    # adlfs reads the account from AZURE_STORAGE_ACCOUNT_NAME when the URL names none.
+    u = created(plan)
+    return {"AZURE_STORAGE_ACCOUNT_NAME": account_name(plan)} if u is not None and not u.account else {}
+
+
+POD_ENV = {"azure": _azure_env}
+
+
 def pod_identity(plan: "Plan") -> dict[str, Any]:
-    """{service_account, labels} the job pods carry ({} without a bucket)."""
+    """{service_account, labels, env} the job pods carry ({} without a bucket)."""
     sa = service_account(plan)
     if sa is None or plan.cloud not in ("aws", "azure", "gcp"):
         return {}
-    return {"service_account": sa, "labels": dict(POD_LABELS.get(plan.cloud, {}))}
+    env = POD_ENV[plan.cloud](plan) if plan.cloud in POD_ENV else {}
+    return {"service_account": sa, "labels": dict(POD_LABELS.get(plan.cloud, {})), "env": env}
 
 
 def kube_service_account(k8s: Any, pulumi: Any, plan: "Plan", provider: Any,

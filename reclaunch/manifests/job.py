@@ -150,6 +150,7 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     from reclaunch.fabric import ld_library_export, nccl_env
     from reclaunch.manifests.env import job_env
     from reclaunch.manifests.secrets import secret_refs, value_from
+    from reclaunch.manifests.stackfacts import pod_identity
 
     spec = plan.spec
     req = requirements(plan)
@@ -189,7 +190,12 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
         "ports": [{"name": "pytorchjob-port", "containerPort": MASTER_PORT}],
         "resources": pod_resources(plan),
     }
-    return pod_template(plan, container, req, job_name=plan.name, volumes=volumes, mounts=mounts)
+    tpl = pod_template(plan, container, req, job_name=plan.name, volumes=volumes, mounts=mounts)
+    if ident := pod_identity(plan):   # checkpoints in a bucket: the job's own identity (stacks/identity.py)
+        tpl["spec"]["serviceAccountName"] = ident["service_account"]
+        tpl["metadata"]["labels"].update(ident["labels"])
+        tpl["spec"]["containers"][0]["env"][:0] = _env_list(ident["env"])
+    return tpl
 
 
 def pod_template(plan: "Plan", container: dict[str, Any], req: Any, *, job_name: str,

@@ -16,12 +16,11 @@ a lifecycle management policy deleting old checkpoints under the prefix.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import TYPE_CHECKING, Any
 
 from stacks import common as c
 from stacks import identity
+from stacks.identity import account_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -29,19 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
 BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
 READER = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1"   # Storage Blob Data Reader
 TOKEN_AUDIENCE = "api://AzureADTokenExchange"
-
-
-def account_name(plan: "Plan") -> str:
-    """The created account's name: 3-24 lowercase letters/digits, globally unique, stable per
-    cluster (a hash of the name and region), so render can hand it to the trainer."""
-    base = re.sub(r"[^a-z0-9]", "", plan.name)[:14]
-    return f"rl{base}{hashlib.sha256(f'{plan.name}/{plan.region}'.encode()).hexdigest()[:8]}"
-
-
-def trainer_env(plan: "Plan") -> dict[str, str]:
-    """adlfs reads the account from AZURE_STORAGE_ACCOUNT_NAME when the URL has none."""
-    u = identity.created(plan)
-    return {"AZURE_STORAGE_ACCOUNT_NAME": account_name(plan)} if u is not None and not u.account else {}
 
 
 def bucket_and_identity(az: Any, pulumi: Any, k8s: Any, plan: "Plan", *, rg: Any, aks: Any,
