@@ -21,6 +21,19 @@ BLOB_DATA_ROLES = ("ba92f5b4-2d11-453d-a403-e96b0029c9fe",   # Storage Blob Data
                    "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1")   # Storage Blob Data Reader
 
 
+def statements(doc: Any) -> list[dict]:
+    """An IAM policy document's statements (a JSON string or a dict); [] when unreadable."""
+    import json
+
+    if isinstance(doc, str):
+        try:
+            doc = json.loads(doc)
+        except ValueError:
+            return []
+    st = (doc or {}).get("Statement") or []
+    return st if isinstance(st, list) else [st]
+
+
 def _refs(rs: list[dict], type_: str, name: str) -> list[dict]:
     """Resources of type_ whose `bucket` input is the bucket `name` (by mock id or name)."""
     return [r for r in rs if r["type"] == type_ and str(r["inputs"].get("bucket", "")).startswith(name)]
@@ -56,13 +69,11 @@ def bucket_private(plan: "Plan", rs: list[dict]) -> list[str]:
 
 
 def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:
-    from stacks.policy import _statements
-
     out = []
     for r in rs:
         i, t, n = r["inputs"], r["type"], r["name"]
         if t in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
-            for st in _statements(i.get("policy")):
+            for st in statements(i.get("policy")):
                 if st.get("Effect") != "Allow":
                     continue
                 acts, res = _list(st.get("Action")), _list(st.get("Resource"))

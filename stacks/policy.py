@@ -10,7 +10,6 @@ example on every cloud, and `reclaunch preview` runs it on the user's spec (its 
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Callable
 
 from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
@@ -142,14 +141,7 @@ def volumes_encrypted(plan: "Plan", rs: list[dict]) -> list[str]:
     return out
 
 
-def _statements(doc: Any) -> list[dict]:
-    if isinstance(doc, str):
-        try:
-            doc = json.loads(doc)
-        except ValueError:
-            return []
-    st = (doc or {}).get("Statement") or []
-    return st if isinstance(st, list) else [st]
+_statements = bucket_policy.statements
 
 
 def scoped_iam(plan: "Plan", rs: list[dict]) -> list[str]:
