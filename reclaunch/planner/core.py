@@ -196,6 +196,9 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
                     "storage": c["storage_source"],
                     "price": offer.source if offer is not None else None},
     }
+    from reclaunch.planner.bucket_cost import checkpoint_cost
+    if (ck := checkpoint_cost(spec, cloud, nodes, world, hours)) is not None:
+        consts["checkpoint_bucket"] = ck.to_json()   # bytes, write time, storage + request USD
     if offer is None:
         consts["note"] = f"cloud: local: CPU processes over gloo; throughput {evi.calibration}"
     lo, hi = min(spec.min_nodes, nodes), max(spec.max_nodes, nodes)
