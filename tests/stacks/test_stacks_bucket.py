@@ -164,3 +164,23 @@ def test_render_runs_the_job_as_the_identity_with_no_volume():
             assert (pod["metadata"]["labels"].get("azure.workload.identity/use") == "true") == (cloud == "azure")
             assert ("AZURE_STORAGE_ACCOUNT_NAME" in env) == (cloud == "azure")
         assert not [o for o in objs if o["kind"] in ("PersistentVolumeClaim", "Secret")]
+
+
+def test_down_keep_storage_keeps_the_bucket_and_destroys_the_identity():
+    from reclaunch.runtime.infra import storage_keep_set
+
+    res = [
+        {"urn": "kms", "type": "aws:kms/key:Key"},
+        {"urn": "bucket", "type": "aws:s3/bucket:Bucket", "id": "acme-ckpt"},
+        {"urn": "pab", "type": "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+         "dependencies": ["bucket"]},
+        {"urn": "sse", "type": "aws:s3/bucketServerSideEncryptionConfiguration:"
+         "BucketServerSideEncryptionConfiguration", "dependencies": ["bucket", "kms"]},
+        {"urn": "role", "type": "aws:iam/role:Role"},
+        {"urn": "policy", "type": "aws:iam/rolePolicy:RolePolicy", "dependencies": ["role", "kms"]},
+        {"urn": "pia", "type": "aws:eks/podIdentityAssociation:PodIdentityAssociation",
+         "dependencies": ["role"]},
+    ]
+    # The bucket, its settings and the key its objects are encrypted with stay; the job's
+    # identity goes with the cluster.
+    assert storage_keep_set(res, {"acme-ckpt"}) == {"bucket", "pab", "sse", "kms"}
