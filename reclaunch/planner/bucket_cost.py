@@ -69,3 +69,14 @@ def checkpoint_cost(spec, cloud: str, nodes: int, world: int, hours: float) -> C
         storage_usd=stored_gb * float(p["storage_usd_per_gb_month"]) * months,
         requests_usd=(n * puts * float(p["write_usd_per_1000"]) + reads * float(p["read_usd_per_1000"])) / 1000.0,
         source=f"{str(p['source']).strip()}; write rate: {str(d['write_source']).strip()}")
+
+
+def notice_warning(spec, cloud: str, ck: CheckpointCost) -> str | None:
+    """A spot job whose SIGTERM save cannot finish within the cloud's reclaim notice."""
+    notice = data()["reclaim_notice_seconds"].get(cloud)
+    if not spec.spot.enabled or notice is None or ck.write_seconds <= notice:
+        return None
+    return (f"a checkpoint to {spec.job.checkpoint.path} takes ~{ck.write_seconds:.0f} s "
+            f"({ck.bytes / 1e9:.0f} GB), longer than {cloud}'s {notice} s spot notice: a reclaim "
+            f"resumes from the last periodic checkpoint (up to {spec.job.checkpoint.every_minutes:g} "
+            "min of work lost)")

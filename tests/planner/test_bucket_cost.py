@@ -44,3 +44,15 @@ def test_more_checkpoints_cost_more_requests_and_fs_checkpoints_none():
     fs = load_spec(EXAMPLES / "aws-auto-h100.yaml")
     assert checkpoint_cost(fs, "aws", 2, 16, 10.0) is None
     assert "checkpoint_bucket" not in make_plan(fs).constants
+
+
+def test_a_checkpoint_longer_than_the_spot_notice_is_a_warning():
+    from reclaunch.planner.bucket_cost import notice_warning
+
+    spec = load_spec(EXAMPLES / "aws-spot-bucket.yaml")
+    ck = checkpoint_cost(spec, "aws", 2, 16, 1.0)
+    assert notice_warning(spec, "aws", ck) is None                      # ~50 s < 120 s
+    slow = dataclasses.replace(ck, write_seconds=300.0)
+    assert "120 s spot notice" in notice_warning(spec, "aws", slow)
+    assert notice_warning(spec.model_copy(update={"spot": spec.spot.model_copy(update={"enabled": False})}),
+                          "aws", slow) is None
