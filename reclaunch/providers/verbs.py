@@ -28,7 +28,9 @@ def provider_for(name: str):
 
 def _check_name(name: str) -> None:
     import re
-    if not re.fullmatch(r"[a-z0-9-]{1,40}", name or ""):   # spec.Spec.name; never a path
+
+    from reclaunch.clouds import CLUSTER_NAME
+    if not re.fullmatch(CLUSTER_NAME, name or ""):   # the spec's rule; never a path
         raise UsageError(f"{name!r} is not a cluster name (1..40 characters of a-z, 0-9 and '-')",
                          hint="`reclaunch status` lists known clusters")
 
