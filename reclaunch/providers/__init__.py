@@ -8,10 +8,11 @@ Each module is imported lazily so one cloud's SDK never loads for another.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, runtime_checkable
 
 from reclaunch import clouds
 from reclaunch.errors import UsageError
+from reclaunch.providers.options import UpOptions  # noqa: F401  (part of the Provider API)
 from reclaunch.runtime.states import JobStatus  # noqa: F401  (part of the Provider API)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,20 +29,17 @@ KUBE_CLOUDS: tuple[str, ...] = clouds.kube_names()
 
 
 class Provider(Protocol):
-    """What every target implements. Options are explicit keywords: a misspelt one is a
-    TypeError at the call, never silently swallowed."""
+    """What every target implements. `up`'s options are one typed UpOptions (a misspelt field
+    is a TypeError where it is built, never silently swallowed)."""
 
     name: str
 
     def check_ready(self, plan: "Plan | None") -> None:
         """Raise ProviderError (one line, with the fix) if credentials/CLI/tools are missing."""
 
-    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
-           preflight: bool = False, detach: bool = False, backend: str | None = None,
-           spec_path: str | None = None, fresh: bool = False,
-           on_started: "Callable[[], None] | None" = None) -> JobStatus:
-        """Provision (idempotently) and start the job; with watch, follow it to the end.
-        on_started: called once the job runs (the CLI releases the name's lock there)."""
+    def up(self, plan: "Plan", options: UpOptions = UpOptions()) -> JobStatus:
+        """Provision (idempotently) and start the job; unless options.detach, follow it to the
+        end. options.on_started: called once the job runs (the CLI releases the name's lock)."""
 
     def holds(self, name: str) -> tuple[str, str | None, str] | None:
         """(cloud, region, description) when this target holds a live cluster `name`."""
