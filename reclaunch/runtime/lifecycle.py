@@ -37,9 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @dataclass(frozen=True)
-class Pacing:
-    """How often `up` and `down` look again (tests shorten these)."""
-
+class Pacing:   # how often `up` and `down` look again (tests shorten these)
     measure_every_polls: int = 10   # read the master's metrics every this many job polls
     verify_attempts: int = 6        # teardown verification sweeps before it reports leftovers
     verify_wait_s: float = 30.0     # between them: ENIs and disks go a little after the rest
@@ -153,10 +151,8 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
         return _status_obj(plan.name, plan.cloud, "Pending", "not confirmed; nothing created")
 
     journal = Journal(plan.name, clock=env.clock)
-    # record: the journal record, or what it says besides the plan (backend, spec_path,
-    # spec_text) for one built from this launch.
-    rec = record if isinstance(record, ClusterRecord) else record_for(plan, launch=launch,
-                                                                      **(record or {}))
+    # record: the journal record, or what it says besides the plan (backend, spec_path, spec_text)
+    rec = record if isinstance(record, ClusterRecord) else record_for(plan, launch=launch, **(record or {}))
     resumed = journal.interrupted()
     journal.write("up", "start", resumed_after=resumed)
     journal.save_record(rec)
@@ -164,9 +160,7 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
 
     planned = plan
     plan, outputs = provision(plan, env, journal)
-    # After a spot -> on-demand fallback the job has no elastic policy and its deadline is
-    # priced on-demand: the launch follows the plan that was provisioned.
-    if plan is not planned:
+    if plan is not planned:   # spot -> on-demand fallback: no elastic policy, on-demand deadline
         launch = build_launch(plan)
     if plan.spot != rec.spot:   # on-demand fallback: spend and status use the real price
         rec = dataclasses.replace(rec, spot=plan.spot, usd_per_hour=usd_per_hour(plan))

@@ -272,9 +272,11 @@ class LocalProvider:
 
     def names(self) -> list[str]:
         import re
+
+        from reclaunch.clouds import CLUSTER_NAME
         base = lp.home()   # only names a cluster can have: a stray "../x" or "[/b]" dir is none
         return sorted(p.name for p in base.iterdir()
-                      if re.fullmatch(r"[a-z0-9-]{1,40}", p.name) and self.holds(p.name))
+                      if re.fullmatch(CLUSTER_NAME, p.name) and self.holds(p.name))
 
     def interrupted_hint(self, name: str, path: str) -> str:
         return (f"a local cluster runs on without `up`: `reclaunch status {name}` shows it, "
