@@ -17,6 +17,7 @@ list of importable modules that each define FACTS (a CloudFacts); `reload()` re-
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -110,12 +111,15 @@ class CloudFacts:
 
 
 def _load_file(cloud: str) -> CloudFacts:
-    path = Path(__file__).with_name("providers") / cloud / "facts.py"
+    home = Path(__file__).with_name("providers") / cloud
     # Registered under its package's name, so a provider that imports its own facts module
-    # gets this same object; the package's __init__ (the provider) does not run.
+    # gets this same object; the package's __init__ (the provider) does not run. PathFinder
+    # over that one folder also finds it inside a wheel run as a zip (zipimport).
     name = f"{__package__}.providers.{cloud}.facts"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.machinery.PathFinder.find_spec(name, [str(home)])
+        if spec is None:
+            raise ImportError(f"no facts.py for cloud {cloud!r} in {home}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         try:
@@ -123,7 +127,7 @@ def _load_file(cloud: str) -> CloudFacts:
         except BaseException:
             del sys.modules[name]
             raise
-    return _placed(sys.modules[name].FACTS, path.parent)
+    return _placed(sys.modules[name].FACTS, home)
 
 
 def _placed(facts: CloudFacts, home: Path) -> CloudFacts:
