@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.runtime.lifecycle import Env
     from reclaunch.planner.model import Plan
     from reclaunch.providers import JobStatus
+    from reclaunch.providers.options import UpOptions
 
 # Capacity kinds and what the fallback policy may do about them.
 CAPACITY = "capacity"            # this zone has none: another zone, then on-demand
@@ -149,25 +150,26 @@ class KubeCloudProvider:
         return [o.label for o in left]
 
     # ---- the Provider protocol -----------------------------------------------------------
-    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
-           preflight: bool = False, detach: bool = False, backend: str | None = None,
-           spec_path: str | None = None, fresh: bool = False,
-           on_started: Callable[[], None] | None = None) -> "JobStatus":
+    def up(self, plan: "Plan", options: "UpOptions | None" = None) -> "JobStatus":
+        from reclaunch.providers.options import UpOptions
         from reclaunch.runtime import lifecycle
+        o = options or UpOptions()
         self.check_ready(plan)
-        env = self.env(backend)
-        text = open(spec_path).read() if spec_path and os.path.exists(spec_path) else None
+        env = self.env(o.backend)
+        text = open(o.spec_path).read() if o.spec_path and os.path.exists(o.spec_path) else None
         from reclaunch.runtime.backend import redact   # the journal never holds credentials
-        rec = lifecycle.record_for(plan, backend=redact(backend), spec_path=spec_path, spec_text=text)
-        started = on_started or (lambda *_: None)   # e.g. releases the name's lock
+        # What the journal record says besides the plan; lifecycle.up builds it from the one
+        # launch it renders.
+        about = {"backend": redact(o.backend), "spec_path": o.spec_path, "spec_text": text}
 
         def after(r: "ClusterRecord") -> None:
-            if detach and not watch:
+            if o.detach:
                 from reclaunch.providers.watcher import spawn_watcher
-                spawn_watcher(r.name, backend)
-            started(r)
-        return lifecycle.up(plan, env, yes=yes, force=force, preflight=preflight,
-                            watch=watch and not detach, record=rec, after_start=after)
+                spawn_watcher(r.name, o.backend)
+            if o.on_started:   # e.g. releases the name's lock
+                o.on_started()
+        return lifecycle.up(plan, env, yes=o.yes, force=o.force, preflight=o.preflight,
+                            watch=o.watch, record=about, after_start=after)
 
     # ---- name claims (claims.py) ----------------------------------------------------------
     def holds(self, name: str) -> tuple[str, str | None, str] | None:

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Callable, Literal
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator,
                       Field, PrivateAttr, Tag, ValidationError, WithJsonSchema, field_validator,
                       model_validator)
 
+from pydantic_core import PydanticCustomError
+
+from reclaunch import clouds
 from reclaunch.errors import SpecError
 from reclaunch.spec import env_rules
-from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS  # noqa: F401
+from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
                                   parse_count, parse_size, parse_storage_size)
 
@@ -55,8 +58,27 @@ Int = Annotated[int, BeforeValidator(_no_bool)]
 Float = Annotated[float, BeforeValidator(_no_bool)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
 
-Cloud = Literal["aws", "azure", "gcp", "local"]
-Fabric = Literal["auto", "efa", "infiniband", "tcpx", "tcpxo", "rdma", "ethernet"]
+
+
+def _one_of(choices: Callable[[], tuple[str, ...]]):
+    """A Literal read from the registry when a spec is validated, not when this module is
+    imported (reclaunch/clouds.py: a cloud or fabric registered later is a valid choice).
+    The error is pydantic's own literal_error, so messages.py words it as for any Literal."""
+
+    def check(v: object) -> object:
+        known = choices()
+        if not isinstance(v, str) or v not in known:
+            expected = ", ".join(f"'{c}'" for c in known[:-1]) + f" or '{known[-1]}'"
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": expected})
+        return v
+
+    # The enum is filled in live by schema_docs.finish.
+    return Annotated[str, BeforeValidator(check), WithJsonSchema({"type": "string"})]
+
+
+Cloud = _one_of(clouds.names)
+Fabric = _one_of(lambda: ("auto", *clouds.selectable_fabrics()))
 StorageKind = Literal[tuple(STORAGE_KINDS)]  # type: ignore[valid-type]  (facts.py: one table)
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
@@ -255,7 +277,7 @@ class Budget(Strict):
 
 
 class Spec(Strict):
-    name: str = Field(pattern=r"^[a-z0-9-]{1,40}$", description="[a-z0-9-], 1..40 chars")
+    name: str = Field(pattern=f"^{clouds.CLUSTER_NAME}$", description="[a-z0-9-], 1..40 chars")
     cloud: Cloud
     region: str | None = Field(None, min_length=1, max_length=64)
     zones: list[Annotated[str, Field(min_length=1, max_length=64)]] = []
@@ -282,7 +304,7 @@ class Spec(Strict):
     @field_validator("name", mode="before")
     @classmethod
     def _name_hint(cls, v: object) -> object:
-        if isinstance(v, str) and v and not re.fullmatch(r"[a-z0-9-]{1,40}", v):
+        if isinstance(v, str) and v and not re.fullmatch(clouds.CLUSTER_NAME, v):
             shown = v if len(v) <= 48 else v[:45] + "..."
             raise ValueError(f"{shown!r} must be 1..40 characters of a-z, 0-9 and '-' "
                              "(it names stacks, tags and jobs)")
@@ -304,7 +326,7 @@ class Spec(Strict):
     @property
     def runs_here(self) -> bool:
         """True for targets that run on this machine (cloud: local): no catalog, no region."""
-        return self.cloud in RUNS_HERE
+        return runs_here(self.cloud)
 
     @property
     def min_nodes(self) -> int:

@@ -94,6 +94,11 @@ def finish(schema: dict, gpus: list[str]) -> dict:
         for field, prop in body.get("properties", {}).items():
             if "description" not in prop and f"{model}.{field}" in DOCS:
                 prop["description"] = DOCS[f"{model}.{field}"]
+    from reclaunch import clouds
+
+    schema["properties"]["cloud"]["enum"] = list(clouds.names())
+    inter = models["Interconnect"]["properties"]["inter_node"]
+    inter["enum"] = ["auto", *clouds.selectable_fabrics()]
     gpu = schema["properties"]["gpu"]
     # Known names complete in editors; the short forms (h100, A100) still validate.
     gpu["anyOf"] = [{"enum": sorted(gpus)}, {"type": "string"}, {"type": "null"}]

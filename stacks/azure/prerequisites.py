@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def manual_prerequisites(plan: "Plan") -> list[str]:
-    from stacks.common import fabric_kind
+    from stacks.common import fabric_facts
 
     vcpus = (plan.offer.vcpus if plan.offer else 0) * plan.max_nodes
     out = [f"vCPU quota: the {plan.instance_type} family must allow {vcpus} vCPUs in "
@@ -22,11 +22,7 @@ def manual_prerequisites(plan: "Plan") -> list[str]:
            "User Access Administrator or Role Based Access Control Administrator on the "
            "subscription): it grants itself AKS RBAC Cluster Admin and the cluster identity "
            "Network Contributor"]
-    if fabric_kind(plan) == "infiniband":
-        # Azure/aks-rdma-infiniband tests/setup-infra/deploy-aks.sh registers this first.
-        out.append("feature AKSInfinibandSupport must be Registered: `az feature register "
-                   "--namespace Microsoft.ContainerService --name AKSInfinibandSupport`, then "
-                   "`az provider register -n Microsoft.ContainerService`")
+    out.extend(fabric_facts(plan).prerequisites)   # InfiniBand: the AKS feature flag
     if plan.spec.security.encryption_at_host:
         out.append("feature EncryptionAtHost must be Registered: `az feature register "
                    "--namespace Microsoft.Compute --name EncryptionAtHost`, then "
