@@ -177,7 +177,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
 
 def _capacity_rules(s: "Spec") -> list[Problem]:
     out: list[Problem] = []
-    if s.security.encryption_at_host and s.cloud not in ENCRYPTION_AT_HOST_CLOUDS:
+    if s.security.encryption_at_host is True and s.cloud not in ENCRYPTION_AT_HOST_CLOUDS:
         out.append((("security", "encryption_at_host"), f"only for cloud: "
                     f"{', '.join(ENCRYPTION_AT_HOST_CLOUDS)}; {s.cloud} encrypts host disks already"))
     cap = s.capacity
