@@ -39,7 +39,7 @@ def _console(width: int):
     from rich.console import Console
 
     return Console(file=io.StringIO(), width=width, force_terminal=False, color_system=None,
-                   highlight=False)
+                   highlight=False, emoji=False)
 
 
 def plan_renderables(plan) -> list:
