@@ -149,7 +149,10 @@ def program(plan: "Plan") -> None:
             "enable_encryption_at_host": host_encryption[system_pool.instance_type], "os_disk_type": "Managed",
             "os_sku": os_sku(k8s_version), "type": "VirtualMachineScaleSets", "tags": tags,
             "node_labels": _settable(system_pool.labels)}],
-        opts=pulumi.ResourceOptions(depends_on=[net_role, kms_grant]))
+        # Encryption at host is set when a pool is created, never after (Microsoft's
+        # enable-host-encryption page); a later `up` whose answer changed keeps the pools.
+        opts=pulumi.ResourceOptions(depends_on=[net_role, kms_grant], ignore_changes=[
+            "agentPoolProfiles[0].enableEncryptionAtHost"]))
     # The identity running `up` administers the cluster through Azure RBAC.
     # principal_type: the SDK's default is User; `up` run as a service principal passes
     # reclaunch:principalType=ServicePrincipal (reclaunch.providers.azure.stack_config).
@@ -185,7 +188,7 @@ def program(plan: "Plan") -> None:
             os_disk_size_gb=OS_DISK_GIB, kubelet_disk_type="OS", os_sku=os_sku(k8s_version),
             node_taints=[c.taint_str(t) for t in pool.taints],
             node_labels=_settable(pool.labels), tags=tags,
-            opts=pulumi.ResourceOptions(ignore_changes=["count"]))
+            opts=pulumi.ResourceOptions(ignore_changes=["count", "enable_encryption_at_host"]))
 
     creds = az.containerservice.list_managed_cluster_user_credentials_output(
         resource_group_name=rg.name, resource_name=aks.name, format="exec")
