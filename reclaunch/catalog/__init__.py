@@ -200,7 +200,7 @@ def _bundled_text(name: str) -> str:
 def _bundled() -> tuple[str, tuple[Offer, ...], dict[str, Gpu]]:
     import yaml
 
-    meta = yaml.safe_load(_bundled_text("meta.yaml"))
+    meta = yaml.load(_bundled_text("meta.yaml"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     offers = tuple(parse_offer(r) for r in _read_rows(_bundled_text("instances.csv")))
     gpus = {}
     for r in _read_rows(_bundled_text("gpus.csv")):

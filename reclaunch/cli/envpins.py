@@ -33,22 +33,27 @@ def _number(var: str, lo: float, hi: float, whole: bool) -> str | None:
     return None
 
 
-def _readers() -> list[Callable[[], object]]:
+def _readers() -> dict[str, Callable[[], object]]:
+    """variable -> the function that reads it (and raises UsageError on a bad value)."""
     from reclaunch import host
-    from reclaunch.runtime.backend import secrets_provider
+    from reclaunch.runtime.backend import SECRETS_ENV, secrets_provider
 
-    return [host.ram_bytes, host.cpu_count, host.today, lambda: secrets_provider(None)]
+    return {host.MEMORY_VAR: host.ram_bytes, host.CPUS_VAR: host.cpu_count,
+            host.TODAY_VAR: host.today, SECRETS_ENV: lambda: secrets_provider(None)}
 
 
 def problems() -> list[str]:
     from reclaunch.errors import ReclaunchError
 
     out = [p for var, (lo, hi, whole) in SDK_PINS.items() if (p := _number(var, lo, hi, whole))]
-    for read in _readers():
-        try:
-            read()
-        except ReclaunchError as exc:
-            out.append(exc.message)
+    if not any(k.startswith("RECLAUNCH_") for k in os.environ):
+        return out      # nothing pinned: nothing more to import or read
+    for var, read in _readers().items():
+        if os.environ.get(var):
+            try:
+                read()
+            except ReclaunchError as exc:
+                out.append(exc.message)
     return out
 
 
