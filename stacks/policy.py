@@ -131,13 +131,27 @@ def volumes_encrypted(plan: "Plan", rs: list[dict]) -> list[str]:
             out.append(f"{r['name']}: EFS not encrypted")
         if t == "aws:fsx/lustreFileSystem:LustreFileSystem" and not i.get("kmsKeyId"):
             out.append(f"{r['name']}: FSx without a customer key")
-        if t == "azure-native:containerservice:AgentPool" and \
-                bool(i.get("enableEncryptionAtHost")) != plan.spec.security.encryption_at_host:
-            out.append(f"{r['name']}: encryption at host differs from the spec")
+        if t == "azure-native:containerservice:AgentPool":
+            out += _host_encryption(plan, r["name"], i)
+        if t == "azure-native:containerservice:ManagedCluster":
+            for prof in i.get("agentPoolProfiles") or []:
+                out += _host_encryption(plan, f"{r['name']}/{prof.get('name')}", prof)
         if t == "azure-native:storage:StorageAccount" and \
                 _get(i, "encryption.services.file.enabled") is not True:
             out.append(f"{r['name']}: file encryption off")
     return out
+
+
+def _host_encryption(plan: "Plan", name: str, pool: dict) -> list[str]:
+    """Each pool as the spec says (true/false), and by default as `up` resolved it
+    (stacks/azure/host_encryption.py: on where the size and the subscription allow)."""
+    from stacks.azure.host_encryption import settings
+
+    on = bool(pool.get("enableEncryptionAtHost"))
+    want = plan.spec.security.encryption_at_host
+    expected = want if want is not None else settings(plan).get(str(pool.get("vmSize")), False)
+    return [] if on == expected else [f"{name}: encryption at host {'on' if on else 'off'}, "
+                                      f"expected {'on' if expected else 'off'}"]
 
 
 def _statements(doc: Any) -> list[dict]:

@@ -201,7 +201,7 @@ def _bundled(generation: int = 0) -> tuple[str, tuple[Offer, ...], dict[str, Gpu
     """Keyed by the cloud registry's generation: a cloud registered later brings its rows."""
     import yaml
 
-    meta = yaml.safe_load(_bundled_text("meta.yaml"))
+    meta = yaml.load(_bundled_text("meta.yaml"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     offers = tuple(parse_offer(r) for r in _read_rows(_bundled_text("instances.csv")))
     # A cloud whose package ships its own rows (CloudFacts.offers, next to its facts.py).
     offers += tuple(parse_offer(r) for f in clouds.all_facts() if f.offers and f.home

@@ -95,15 +95,16 @@ def _cheaper_region(spec, the_plan, catalog) -> dict | None:
     return alt
 
 
-def _known_regions(regions: list[str], catalog) -> None:
-    """A filter naming a region no catalog row is in would silently show nothing: refuse it."""
+def _known_regions(regions: list[tuple[str, str]], catalog) -> None:
+    """A filter naming a region no catalog row is in would silently show nothing: refuse it.
+    `regions`: (the option that named it, region)."""
     import difflib
 
     known = catalog.regions()
-    for r in regions:
+    for flag, r in regions:
         if r not in known:
             close = difflib.get_close_matches(r, known, n=1, cutoff=0.8)
-            raise UsageError(f"--region {r!r}: no catalog offer is in that region"
+            raise UsageError(f"{flag} {r!r}: no catalog offer is in that region"
                              + (f" — did you mean {close[0]}?" if close else "")
                              + " (`reclaunch catalog` lists them)")
 
@@ -131,10 +132,15 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     spec, catalog = _load(file)
     if same_cloud and not compare:
         raise UsageError("--same-cloud goes with --compare")
-    regions = [*region_opt, *(r.strip() for r in (regions_opt or "").split(",") if r.strip())]
+    listed = [r.strip() for r in regions_opt.split(",")] if regions_opt is not None else []
+    if regions_opt is not None and not all(listed):   # "--regions ," is no filter, not "all"
+        raise UsageError(f"--regions {regions_opt!r}: an empty region name",
+                         hint="list regions separated by commas, e.g. --regions us-east-1,eastus")
+    named = [*(("--region", r) for r in region_opt), *(("--regions", r) for r in listed)]
+    regions = [r for _, r in named]
     if regions and not compare:
         raise UsageError("--region/--regions go with --compare")
-    _known_regions(regions, catalog)
+    _known_regions(named, catalog)
     from reclaunch.runtime.measurements import plan_context
 
     # measured runs of this job shape and (cloud: local) this host's calibration, passed in

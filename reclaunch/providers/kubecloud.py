@@ -52,6 +52,9 @@ class CloudSpec:
     # "module:function" answering the cloud's supported Kubernetes versions for the plan's
     # region (providers/<cloud>/versions.py); asked once per `up` (providers/versions.py).
     kube_versions: str = ""
+    # "module:function" giving the "needs a person" list at `up`, when the cloud must be asked
+    # for part of it (Azure: encryption at host); "" = the pure stacks.<cloud> list.
+    prerequisites: str = ""
 
 
 def classify(errors: list[tuple[str, str]], text: str) -> str | None:
@@ -104,7 +107,7 @@ class KubeCloudProvider:
             fallback=fallback,
             stop_hint=lambda kind: self.cloud.quota_fix if kind in (QUOTA, SPOT_QUOTA)
             else self.cloud.capacity_fix,
-            verify=self.verify, prerequisites=_prerequisites)
+            verify=self.verify, prerequisites=self._prerequisites)
         kw.update(self.env_overrides)
         if "infra" not in kw:
             from reclaunch.runtime.infra import PulumiInfra
@@ -130,6 +133,14 @@ class KubeCloudProvider:
         mod, _, fn = self.cloud.kube_versions.partition(":")
         offered = getattr(importlib.import_module(mod), fn)
         return resolve(plan, offered, where=f"{self.cloud.name} in {plan.region}")
+
+    def _prerequisites(self, plan: "Plan") -> list[str]:
+        if not self.cloud.prerequisites:
+            return _prerequisites(plan)
+        import importlib
+
+        mod, _, fn = self.cloud.prerequisites.partition(":")
+        return getattr(importlib.import_module(mod), fn)(plan)
 
     def _program(self, plan: "Plan") -> Callable[[], None]:
         from reclaunch.providers import stack_program

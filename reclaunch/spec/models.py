@@ -143,9 +143,10 @@ class Security(Strict):
         [], max_length=100, description=(
             "CIDRs allowed to reach the Kubernetes API. [] = only the address `up` runs from "
             "(detected then); 0.0.0.0/0 opens it to the world and must be written here"))
-    encryption_at_host: bool = Field(False, description=(
-        "azure: encrypt VM temp/cache disks at the host; needs the subscription feature "
-        "Microsoft.Compute/EncryptionAtHost registered (a person does that once)"))
+    encryption_at_host: bool | None = Field(None, description=(
+        "azure: encrypt VM temp disks and disk caches at the host. Unset: on wherever the VM "
+        "size supports it and the subscription feature Microsoft.Compute/EncryptionAtHost is "
+        "Registered (`up` checks); true: required; false: off"))
 
 
 class Autoscaling(Strict):

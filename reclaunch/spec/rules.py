@@ -179,7 +179,8 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
 
 def _capacity_rules(s: "Spec") -> list[Problem]:
     out: list[Problem] = []
-    if s.security.encryption_at_host and s.cloud not in (where := encryption_at_host_clouds()):
+    where = encryption_at_host_clouds()
+    if s.security.encryption_at_host is True and s.cloud not in where:
         out.append((("security", "encryption_at_host"), f"only for cloud: "
                     f"{', '.join(where)}; {s.cloud} encrypts host disks already"))
     cap = s.capacity

@@ -39,7 +39,7 @@ def _console(width: int):
     from rich.console import Console
 
     return Console(file=io.StringIO(), width=width, force_terminal=False, color_system=None,
-                   highlight=False)
+                   highlight=False, emoji=False)
 
 
 def plan_renderables(plan) -> list:
@@ -201,22 +201,29 @@ def compare_renderables(rows: list, top: int | None = 10) -> list:
                       ("fits", "left"), ("samples/s", "right"), ("hours", "right"),
                       ("on-demand $", "right"), ("spot $", "right"), ("note", "left")):
         t.add_column(col, justify=just)
+    # How a row was sized is said once, in the caption; a row sized to the fewest nodes that
+    # fit carries only a mark (the note column stays for what is particular to the row).
+    fewest = [r for r in shown if r.sizing == "fewest"]
+    mark = "*" if fewest and len(fewest) < len(shown) else ""
     for r in shown:
         p = r.plan
         note = ["recommended"] if r.recommended else []
-        if r.sizing == "fewest":
-            note.append("fewest nodes")
         if not r.priced:
             sold = p.offer.purchase if p.offer is not None else "on-demand"
             note.append("no price" if sold == "on-demand" else f"{sold} only")
         if p.cost.stale:
             note.append("stale price")
         t.add_row(str(r.rank), f"{p.cloud} {p.instance_type}", p.region or "-",
-                  f"{p.nodes} ({p.world_size} GPU)", "yes" if p.memory.fits else "NO",
+                  f"{p.nodes} ({p.world_size} GPU)" + (mark if r.sizing == "fewest" else ""),
+                  "yes" if p.memory.fits else "NO",
                   _rate(p.throughput_samples_per_second), f"{p.duration_hours:.2f}",
                   _usd(p.cost.on_demand_total_usd), _usd(p.cost.spot_total_usd), ", ".join(note))
+    captions = ([f"{mark + ' ' if mark else ''}nodes: the fewest the model fits on"
+                 + (", the others the spec's GPU count" if mark else "")] if fewest else [])
     if len(shown) < len(rows):
-        t.caption = f"{len(shown)} of {len(rows)} offers shown (--top N, --top 0 for all)"
+        captions.append(f"{len(shown)} of {len(rows)} offers shown (--top N, --top 0 for all)")
+    if captions:
+        t.caption = "; ".join(captions)
     return [f"recommendation: {recommendation_line(rows)}", t]
 
 

@@ -7,9 +7,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
+    from stacks.azure.host_encryption import Probe
 
 
-def manual_prerequisites(plan: "Plan") -> list[str]:
+def manual_prerequisites(plan: "Plan", host: "Probe | None" = None) -> list[str]:
+    """`host`: Azure's answer about encryption at host, given at `up` (None: plan, dry-run)."""
+    from stacks.azure.host_encryption import person_lines
     from stacks.common import fabric_facts
 
     vcpus = (plan.offer.vcpus if plan.offer else 0) * plan.max_nodes
@@ -23,10 +26,7 @@ def manual_prerequisites(plan: "Plan") -> list[str]:
            "subscription): it grants itself AKS RBAC Cluster Admin and the cluster identity "
            "Network Contributor"]
     out.extend(fabric_facts(plan).prerequisites)   # InfiniBand: the AKS feature flag
-    if plan.spec.security.encryption_at_host:
-        out.append("feature EncryptionAtHost must be Registered: `az feature register "
-                   "--namespace Microsoft.Compute --name EncryptionAtHost`, then "
-                   "`az provider register -n Microsoft.Compute`")
+    out += person_lines(plan, host)
     if plan.spec.storage.kind == "azure-lustre":
         out.append("resource provider Microsoft.StorageCache registered (`az provider register "
                    "-n Microsoft.StorageCache`) for Azure Managed Lustre")
