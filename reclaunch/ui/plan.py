@@ -211,6 +211,8 @@ def compare_renderables(rows: list, top: int | None = 10) -> list:
             note.append("no price" if sold == "on-demand" else f"{sold} only")
         if p.cost.stale:
             note.append("stale price")
+        if (p.throughput_basis or {}).get("kind") == "measured":
+            note.append("measured rate")
         t.add_row(str(r.rank), f"{p.cloud} {p.instance_type}", p.region or "-",
                   f"{p.nodes} ({p.world_size} GPU)", "yes" if p.memory.fits else "NO",
                   _rate(p.throughput_samples_per_second), f"{p.duration_hours:.2f}",
