@@ -179,6 +179,7 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
         "step_overhead_seconds": step_overhead_seconds(hw.device),
         "kernel_launch_seconds": c["perf"]["kernel_launch_seconds"][spec.job.execution],
         "execution": spec.job.execution, "gradient_dtype": spec.job.gradient_dtype,
+        "embedding_overlap": spec.job.embedding_overlap,
         "intra_node_busbw_gbs": hw.intra_gbs, "inter_node_busbw_gbs": hw.inter_gbs,
         "alltoall_efficiency": {"intra": c["perf"]["alltoall_efficiency_intra"],
                                 "inter": c["perf"]["alltoall_efficiency_inter"]},
