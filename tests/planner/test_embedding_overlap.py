@@ -45,3 +45,12 @@ def test_a_full_overlap_plan_is_the_longer_path_plus_the_rest():
 def test_an_unknown_overlap_is_refused():
     with pytest.raises(ValidationError, match="embedding_overlap"):
         make_spec(job={"embedding_overlap": "sometimes"})
+
+
+def test_the_plan_text_says_the_step_parts_overlap():
+    from reclaunch.ui.plan import render_plan
+
+    cat = bundled_catalog()
+    full = make_plan(make_spec(job={"embedding_overlap": "full"}), cat)
+    assert "embedding_overlap: full" in render_plan(full, width=200)
+    assert "embedding_overlap: full" not in render_plan(make_plan(make_spec(), cat), width=200)
