@@ -148,6 +148,18 @@ def embedding_path(emb_s: float, a2a_s: float, dense_s: float, overlap: str) -> 
     return max(sparse, dense_s), min(a2a_s, max(0.0, sparse - dense_s))
 
 
+def overlap_warning(spec) -> str | None:
+    """embedding_overlap: full describes the user's own stack; the reference trainer runs
+    TorchRec's TrainPipelineSparseDist (input), so a plan for it would be optimistic."""
+    if spec.job.embedding_overlap != "full":
+        return None
+    if not any(str(w).replace("\\", "/").endswith("trainer/train.py") for w in spec.job.command):
+        return None
+    return (f"job.embedding_overlap: full ({spec.where('job', 'embedding_overlap')}), but the reference trainer "
+            "(examples/trainer/train.py) overlaps only the input all-to-all: the step is modelled "
+            "shorter than it will run")
+
+
 def step_time(spec, hw: Hardware, ev, dense_s: float, dense_ar_bytes: float, nodes: int,
               gpus_per_node: int):
     """(StepTime, Comm, samples/s for the cluster) of the sharding evaluation `ev`

@@ -54,3 +54,12 @@ def test_the_plan_text_says_the_step_parts_overlap():
     full = make_plan(make_spec(job={"embedding_overlap": "full"}), cat)
     assert "embedding_overlap: full" in render_plan(full, width=200)
     assert "embedding_overlap: full" not in render_plan(make_plan(make_spec(), cat), width=200)
+
+
+def test_full_overlap_with_the_reference_trainer_is_flagged():
+    cat = bundled_catalog()
+    ref = make_plan(make_spec(job={"embedding_overlap": "full",
+                                   "command": ["python", "examples/trainer/train.py"]}), cat)
+    assert any("embedding_overlap" in w and "reference trainer" in w for w in ref.warnings)
+    own = make_plan(make_spec(job={"embedding_overlap": "full", "command": ["python", "/app/hugectr_train.py"]}), cat)
+    assert not any("embedding_overlap" in w for w in own.warnings)
