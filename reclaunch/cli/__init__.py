@@ -146,8 +146,8 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     # measured runs of this job shape and (cloud: local) this host's calibration, passed in
     the_plan = planner.make_plan(spec, catalog, context=plan_context(spec))
     alt = _cheaper_region(spec, the_plan, catalog)
-    rows = (planner.compare(spec, catalog, same_cloud=same_cloud, regions=regions or None)
-            if compare else None)
+    rows = (planner.compare(spec, catalog, same_cloud=same_cloud, regions=regions or None,
+                            context=the_plan.context) if compare else None)
     if as_json:
         out = the_plan.to_json()
         out["cheaper_region"] = alt
@@ -186,8 +186,10 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
     from reclaunch.manifests.job import (file_name, preflight_job, prerequisites,
                                          render as render_plan, to_yaml)
 
-    spec, catalog = _load(file)
-    the_plan = planner.make_plan(spec, catalog)
+    from reclaunch.runtime.measurements import plan_context
+
+    spec, catalog = _load(file)   # priced as `plan` prices it (plan.json): measured runs, this host
+    the_plan = planner.make_plan(spec, catalog, context=plan_context(spec, preflight=preflight))
     objs = render_plan(the_plan)
     if with_storage:
         from reclaunch.manifests.job import _meta
@@ -294,8 +296,10 @@ def preview(file: str, as_json: bool) -> None:
     from reclaunch.ui.preview import render_policy, render_preview, render_schedule
     from stacks.policy import check as policy_check
 
-    spec, catalog = _load(file)
-    the_plan = planner.make_plan(spec, catalog)
+    from reclaunch.runtime.measurements import plan_context
+
+    spec, catalog = _load(file)   # priced as `plan` prices it: measured runs of this job shape
+    the_plan = planner.make_plan(spec, catalog, context=plan_context(spec))
     resources = preview_plan(the_plan)
     rows = for_plan(the_plan, catalog)
     findings = policy_check(the_plan, resources)

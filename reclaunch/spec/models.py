@@ -186,6 +186,10 @@ class Job(Strict):
     # Dense gradients on the wire: fp32 under autocast (the reference trainer), fp16/bf16 when the
     # stack all-reduces in half precision (HugeCTR mixed precision, Horovod --compress).
     gradient_dtype: Literal["fp32", "fp16", "bf16"] = "fp32"
+    # What the stack runs beside the dense compute: input = the next batch's id all-to-all only
+    # (TorchRec TrainPipelineSparseDist, the reference trainer); full = the embedding lookups and
+    # their all-to-all too (HugeCTR train_intra/inter_iteration_overlap), planner/perf.py.
+    embedding_overlap: Literal["input", "full"] = "input"
 
     _env_names = field_validator("env")(env_rules.job_env)
 

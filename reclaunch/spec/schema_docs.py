@@ -50,6 +50,9 @@ DOCS: dict[str, str] = {
     "Job.max_restarts": "Restarts torchrun allows; the same failure twice in a row stops earlier",
     "Job.execution": "eager, or cuda_graph when the trainer captures the step (fewer kernel launches)",
     "Job.gradient_dtype": "Dense gradients on the wire: fp32, or fp16/bf16 when all-reduced in half precision",
+    "Job.embedding_overlap": ("input (the reference trainer: TorchRec TrainPipelineSparseDist), or full when "
+                              "the trainer runs embedding lookups and their all-to-all beside the dense "
+                              "compute (HugeCTR train_intra/inter_iteration_overlap)"),
     "SecretRef.secret": "Name of a Kubernetes Secret in the job's namespace",
     "SecretRef.key": "Key in that Secret whose value the variable gets",
     "Model.preset": "deepfm, dcnv2, din, dlrm, wide_deep (fills the rest), or custom",

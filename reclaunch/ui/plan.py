@@ -97,6 +97,9 @@ def plan_renderables(plan) -> list:
     st.add_row(*(f"{v * 1e3:.2f}" for v in (s.embedding_seconds, s.dense_compute_seconds,
                                              s.allreduce_seconds, s.alltoall_seconds,
                                              s.exposed_comm_seconds, max(other, 0.0), s.total_seconds)))
+    if plan.spec.job.embedding_overlap == "full":   # the parts overlap: they do not add up
+        st.caption = ("job.embedding_overlap: full: embeddings and their all-to-all run beside the "
+                      "dense compute; total = the longer path + exposed all-reduce + overhead")
     out = [head, mem, st, *_sharding_tables(plan)]
     if plan.warnings:
         warn = Table(title="warnings", show_header=False, box=None)
@@ -213,6 +216,8 @@ def compare_renderables(rows: list, top: int | None = 10) -> list:
             note.append("no price" if sold == "on-demand" else f"{sold} only")
         if p.cost.stale:
             note.append("stale price")
+        if (p.throughput_basis or {}).get("kind") == "measured":
+            note.append("measured rate")
         t.add_row(str(r.rank), f"{p.cloud} {p.instance_type}", p.region or "-",
                   f"{p.nodes} ({p.world_size} GPU)" + (mark if r.sizing == "fewest" else ""),
                   "yes" if p.memory.fits else "NO",
