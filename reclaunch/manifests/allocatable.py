@@ -57,6 +57,13 @@ RESERVES: Mapping[str, Mapping[str, Any]] = MappingProxyType({
                          (128, Fraction(6, 100)), (None, Fraction(2, 100))),
         "eviction_mib": 100,
     }),
+    # A cluster you bring: its offers carry the nodes' allocatable as read from the API
+    # (providers/kubernetes/offers.py), from which the kubelet already took its reserves.
+    "kubernetes": MappingProxyType({
+        "source": "the node's status.allocatable, read from the cluster's API",
+        "cpu_tiers": ((None, Fraction(0)),), "memory_tiers": ((None, Fraction(0)),),
+        "eviction_mib": 0,
+    }),
 })
 
 # Shapes of the system-pool machines the stacks use (GPU shapes come from the catalog).

@@ -275,8 +275,9 @@ def _placement(plan: "Plan") -> tuple[dict[str, str], list[dict[str, Any]]]:
     from reclaunch.manifests.stackfacts import job_placement
 
     extra = job_placement(plan)
-    node_selector = {CLUSTER_LABEL: plan.name}
-    if plan.instance_type:
+    own = bool(extra.get("own_nodes"))   # existing nodes: selected by their own labels only
+    node_selector = {} if own else {CLUSTER_LABEL: plan.name}
+    if plan.instance_type and not own:
         node_selector["node.kubernetes.io/instance-type"] = plan.instance_type
     node_selector.update(extra["node_selector"])
     tolerations = [dict(GPU_TOLERATION)]

@@ -17,6 +17,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Di
 
 from reclaunch.errors import SpecError
 from reclaunch.spec import env_rules
+from reclaunch.spec.kubernetes import KubernetesTarget
 from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS  # noqa: F401
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
                                   parse_count, parse_size, parse_storage_size)
@@ -55,7 +56,7 @@ Int = Annotated[int, BeforeValidator(_no_bool)]
 Float = Annotated[float, BeforeValidator(_no_bool)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
 
-Cloud = Literal["aws", "azure", "gcp", "local"]
+Cloud = Literal["aws", "azure", "gcp", "kubernetes", "local"]
 Fabric = Literal["auto", "efa", "infiniband", "tcpx", "tcpxo", "rdma", "ethernet"]
 StorageKind = Literal[tuple(STORAGE_KINDS)]  # type: ignore[valid-type]  (facts.py: one table)
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
@@ -270,6 +271,7 @@ class Spec(Strict):
     autoscaling: Autoscaling | None = None
     capacity: Capacity | None = None
     security: Security = Security()
+    kubernetes: KubernetesTarget | None = Field(None, description="Only for cloud: kubernetes")
     job: Job
     model: Model
     nccl: Nccl = Nccl()
@@ -300,6 +302,13 @@ class Spec(Strict):
         if v.startswith("kube-") or v == "default":
             raise ValueError(f"{v!r} is a system namespace; the job gets its own (default: reclaunch)")
         return v
+
+    @model_validator(mode="after")
+    def _kubernetes_namespace(self) -> "Spec":
+        # kubernetes.namespace names where the job goes on a cluster you bring (spec/kubernetes.py)
+        if self.kubernetes is not None and self.kubernetes.namespace:
+            self.namespace = self.kubernetes.namespace
+        return self
 
     @property
     def runs_here(self) -> bool:

@@ -56,6 +56,9 @@ def plan_renderables(plan) -> list:
     head.add_column(style="bold")
     head.add_column()
     head.add_row("cluster", where)
+    if getattr(plan.offer, "node_names", None):   # cloud: kubernetes: what was read, and how
+        from reclaunch.ui.text import shown   # node names and labels come from the cluster
+        head.add_row("nodes", shown(plan.offer.source))
     if plan.pick_reason:
         head.add_row("picked", plan.pick_reason)
     head.add_row("fabric", plan.fabric)
