@@ -58,9 +58,12 @@ def place(pod, nodes: list[Node]) -> dict[str, Any]:
         (failing.append((n.name, why)) if why else fitting.append(n.name))
     reasons = []
     if len(fitting) < pod.replicas:
+        per_node = [f"{name}: {'; '.join(why)}" for name, why in failing[:_SHOWN]]
+        # The first line is what `up` prints when it refuses: the count and the first node's why.
         reasons.append(f"needs {pod.replicas} node(s) (the whole job), {len(fitting)} can take a pod now"
-                       + (f" ({', '.join(fitting)})" if fitting else ""))
-        reasons += [f"{name}: {'; '.join(why)}" for name, why in failing[:_SHOWN]]
+                       + (f" ({', '.join(fitting)})" if fitting else "")
+                       + (f"; {per_node[0]}" if per_node else ""))
+        reasons += per_node[1:]
         if len(failing) > _SHOWN:
             reasons.append(f"... and {len(failing) - _SHOWN} more node(s)")
     return {"pod": pod.name, "role": pod.role, "replicas": pod.replicas,
