@@ -32,10 +32,11 @@ class Price(_Strict):
 class Toleration(_Strict):
     """A v1.Toleration the job pods add (to run on nodes the cluster taints, e.g. dedicated=ml)."""
 
-    key: str | None = Field(None, max_length=316)
-    operator: Literal["Equal", "Exists"] = "Equal"
-    value: str | None = Field(None, max_length=63)
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    key: str | None = Field(None, max_length=316, description="The taint's key; none with Exists: every taint")
+    operator: Literal["Equal", "Exists"] = Field("Equal", description="Equal: key and value match; Exists: the key")
+    value: str | None = Field(None, max_length=63, description="The taint's value (operator Equal)")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        None, description="The taint's effect; none: every effect")
 
 
 class KubernetesTarget(_Strict):
@@ -45,9 +46,11 @@ class KubernetesTarget(_Strict):
                                   description="Namespace the job is applied to (default: spec namespace)")
     price: Price | None = Field(None, description=(
         "Default: the catalog's on-demand price of the node's instance type, where it has one"))
-    tolerations: list[Toleration] = Field([], max_length=64)
+    tolerations: list[Toleration] = Field([], max_length=64, description=(
+        "Taints of the cluster's nodes the job pods tolerate (e.g. dedicated=ml-team:NoSchedule)"))
     node_selector: dict[Annotated[str, Field(min_length=1, max_length=316)],
-                        Annotated[str, Field(max_length=63)]] = Field({}, max_length=64)
+                        Annotated[str, Field(max_length=63)]] = Field({}, max_length=64, description=(
+        "Node labels the job pods also require, beside their node group's"))
 
 
 def rules(s: Any) -> list[Problem]:   # s: spec.models.Spec (which imports this module)
