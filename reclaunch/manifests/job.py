@@ -110,6 +110,11 @@ def fabric_profile(plan: "Plan"):
         prof = profile_for(plan.cloud, plan.instance_type, plan.spec.interconnect.inter_node)
     else:
         prof = get_profile(plan.fabric)
+    # Existing GKE nodes (cloud: kubernetes) are attached to the cluster's own Networks.
+    own = getattr(plan.offer, "gke_interfaces", ())
+    if own and prof.gke_interfaces:
+        from dataclasses import replace
+        prof = replace(prof, gke_interfaces=tuple(own))
     return prof if multi_node(plan) else single_node(prof)
 
 

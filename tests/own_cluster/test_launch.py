@@ -127,3 +127,34 @@ def test_up_dry_run_lists_the_objects(standin, spec_file, cli):
     code, out, err = cli("up", spec_file(), "--dry-run")
     assert code == 0, err
     assert "PyTorchJob ml-training/byo-deepfm (applied last)" in out
+
+
+def test_logs_of_the_master_through_the_shared_path(standin, spec_file, cli):
+    srv = standin("onprem")
+    _up(spec_file())
+    pod = "/api/v1/namespaces/ml-training/pods/byo-deepfm-master-0"
+    srv.objects[pod] = {"metadata": {"name": "byo-deepfm-master-0", "labels": {
+        "training.kubeflow.org/job-name": "byo-deepfm",
+        "training.kubeflow.org/replica-type": "master", "training.kubeflow.org/replica-index": "0"}},
+        "spec": {"nodeName": "gpu-1"}, "status": {"phase": "Running"}}
+    srv.objects[pod + "/log"] = "step 1 loss 0.69\nstep 2 loss 0.68\n"
+    code, out, err = cli("logs", "byo-deepfm")
+    assert code == 0, err
+    assert out.splitlines() == ["step 1 loss 0.69", "step 2 loss 0.68"]
+
+
+def test_gke_pods_join_the_clusters_own_networks(standin, spec_file, cli):
+    srv = standin("gke-a3mega")
+    path = spec_file(top="nodes: 2", extra="price: {usd_per_gpu_hour: 3}")
+    code, out, err = cli("up", path, "--dry-run", "-o", "yaml")
+    assert code == 0, err
+    assert '{"interfaceName":"eth1","network":"vpc1"}' in out and "-gpu-1" not in out
+    code, out, err = cli("preview", path, "--json")
+    assert code == 0 and all(r["fits"] for r in json.loads(out)["schedule"]), err
+    # A node that lost one of its networks no longer takes the pods, and says which.
+    nodes = next(r for r in srv._routes if r.path == "/api/v1/nodes").responses[0]["body"]["items"]
+    del nodes[1]["status"]["allocatable"]["networking.gke.io.networks/vpc8"]
+    code, out, _ = cli("preview", path, "--json")
+    first = json.loads(out)["schedule"][0]
+    assert code == 1 and not first["fits"]
+    assert "not attached to GKE network(s) vpc8" in " ".join(first["reasons"])

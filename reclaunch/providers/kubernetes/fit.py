@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from reclaunch.manifests.placement import launch_objects
 from reclaunch.manifests.schedule import fit_reasons, pod_requests, pods_of
-from reclaunch.providers.kubernetes.nodes import Node
+from reclaunch.providers.kubernetes.nodes import GKE_NETWORK_PREFIX, Node
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -37,7 +37,17 @@ def _capacity(node: Node, wanted: set[str]) -> dict[str, Fraction]:
     return {k: free.get(k, Fraction(0)) for k in {*free, *wanted}}
 
 
-def node_reasons(pod, node: Node) -> list[str]:
+def _networks(template_meta: dict[str, Any]) -> list[str]:
+    """GKE Network objects a pod joins (its networking.gke.io/interfaces annotation)."""
+    import json
+    text = ((template_meta or {}).get("annotations") or {}).get("networking.gke.io/interfaces")
+    try:
+        return [i["network"] for i in json.loads(text or "[]") if i.get("network") != "default"]
+    except (ValueError, TypeError, KeyError):
+        return []
+
+
+def node_reasons(pod, node: Node, networks: list[str] = ()) -> list[str]:
     if not node.ready:
         return ["not Ready"]
     if node.unschedulable:
@@ -45,16 +55,23 @@ def node_reasons(pod, node: Node) -> list[str]:
     wanted = set(pod_requests(pod.spec))
     # The node's allocatable is the device plugins' own count: nothing else to prove.
     ads = [{"name": "the node", "advertises": sorted(wanted), "tolerations": [{"operator": "Exists"}]}]
-    return fit_reasons(pod, _NodeAsPool(node), ads, _capacity(node, wanted))
+    out = fit_reasons(pod, _NodeAsPool(node), ads, _capacity(node, wanted))
+    have = sorted(k[len(GKE_NETWORK_PREFIX):] for k in node.allocatable
+                  if k.startswith(GKE_NETWORK_PREFIX) and not k.endswith(".IP"))
+    missing = [n for n in networks if n not in have]
+    if missing:   # GKE admits the pod only onto a node attached to every network it names
+        out.append(f"not attached to GKE network(s) {', '.join(missing)} the pod names "
+                   f"(the node has {', '.join(have) or 'none'})")
+    return out
 
 
-def place(pod, nodes: list[Node]) -> dict[str, Any]:
+def place(pod, nodes: list[Node], networks: list[str] = ()) -> dict[str, Any]:
     if pod.problems:
         return {"pod": pod.name, "role": pod.role, "replicas": pod.replicas, "pool": None,
                 "fits": False, "reasons": [f"API server rejects: {p}" for p in pod.problems]}
     fitting, failing = [], []
     for n in nodes:
-        why = node_reasons(pod, n)
+        why = node_reasons(pod, n, networks)
         (failing.append((n.name, why)) if why else fitting.append(n.name))
     reasons = []
     if len(fitting) < pod.replicas:
@@ -77,11 +94,26 @@ def schedule(plan: "Plan", nodes: list[Node]) -> list[dict[str, Any]]:
     training job and the preflight run one after the other, so each is checked on its own."""
     from dataclasses import replace
 
-    pods = [p for role, objs in launch_objects(plan).items() for p in pods_of(objs, role)]
+    pods, nets = [], {}
+    for role, objs in launch_objects(plan).items():
+        for obj in objs:
+            for p in pods_of([obj], role):
+                pods.append(p)
+                nets[p.name] = _networks(_template_meta(obj, p.name))
     total: dict[str, int] = {}
     for p in pods:
         job = p.name.split("/", 1)[0]
         total[job] = total.get(job, 0) + p.replicas
     gpu_first = sorted(nodes, key=lambda n: (n.gpus == 0, n.name))
-    return [place(replace(p, replicas=total[p.name.split("/", 1)[0]]), gpu_first)
+    return [place(replace(p, replicas=total[p.name.split("/", 1)[0]]), gpu_first, nets[p.name])
             | {"replicas": p.replicas} for p in pods]
+
+
+def _template_meta(obj: dict[str, Any], pod_name: str) -> dict[str, Any]:
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "PyTorchJob":
+        for rrole, rs in (spec.get("pytorchReplicaSpecs") or {}).items():
+            if pod_name.endswith("/" + rrole.lower()):
+                return (rs.get("template") or {}).get("metadata") or {}
+        return {}
+    return (spec.get("template") or {}).get("metadata") or {}

@@ -32,6 +32,7 @@ GPU_MEMORY_MIB = "nvidia.com/gpu.memory"
 EFA = "vpc.amazonaws.com/efa"
 IB = "rdma/ib"
 GKE_NORTH = "networking.gke.io/north-interfaces"
+GKE_NIC_INFO = "networking.gke.io/nic-info"
 GKE_NETWORK_PREFIX = "networking.gke.io.networks/"
 # Labels that name a node group on the managed offerings (first present wins); on-prem nodes
 # without any are grouped by GPU product and count.

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 from reclaunch import host
 from reclaunch.catalog import Catalog, Offer
 from reclaunch.errors import PlanError, SpecError
-from reclaunch.providers.kubernetes.nodes import (GPU_MEMORY_MIB, GPU_PRODUCT, GROUP_LABELS,
-                                                  INSTANCE_TYPE, REGION, Node)
+from reclaunch.providers.kubernetes.nodes import (GKE_NIC_INFO, GKE_NORTH, GPU_MEMORY_MIB,
+                                                  GPU_PRODUCT, GROUP_LABELS, INSTANCE_TYPE,
+                                                  REGION, Node)
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.spec.models import Spec
@@ -44,6 +45,7 @@ class NodeGroupOffer(Offer):
     basis: str = ""                               # where GPU and fabric came from
     capacity: str = "unknown"                     # spot | on-demand | unknown (node labels)
     free_nodes: int = 0                           # ready, uncordoned, GPUs all free now
+    gke_interfaces: tuple[tuple[str, str], ...] = ()   # (pod interface, GKE Network) on GKE
 
     def placement(self, plan) -> dict[str, Any]:
         """What a job pod adds to land on this group (manifests.stackfacts.job_placement)."""
@@ -166,8 +168,29 @@ def group_offer(group: str, nodes: list[Node], catalog: Catalog, *, context: str
         origin="cluster", group=group, node_names=tuple(n.name for n in nodes),
         selector=_selector(nodes, group), basis=basis,
         capacity=next(iter({n.capacity_type for n in nodes})) if len({n.capacity_type for n in nodes}) == 1 else "mixed",
-        free_nodes=free)
+        free_nodes=free, gke_interfaces=gke_interfaces(nodes) if fabric in ("tcpx", "tcpxo", "rdma") else ())
     return offer, ""
+
+
+def gke_interfaces(nodes: list[Node]) -> tuple[tuple[str, str], ...]:
+    """(ethN, Network) the group's nodes agree on: nic-info names each host NIC by its first
+    IP, north-interfaces gives each Network's IP on the node (kubernetes/ingress-gce
+    pkg/apis/network/v1 NICInfoAnnotationKey, NorthInterfacesAnnotationKey). () when they
+    disagree or are absent: the pods then keep the profile's names and the check says so."""
+    import json
+    seen = set()
+    for n in nodes:
+        try:
+            nic = {i["birthIP"]: i["birthName"] for i in json.loads(n.annotations.get(GKE_NIC_INFO, "[]"))}
+            north = json.loads(n.annotations.get(GKE_NORTH, "[]"))
+            pairs = tuple(sorted(((nic[i["ipAddress"]], i["network"]) for i in north
+                                  if i.get("ipAddress") in nic), key=lambda p: (len(p[0]), p[0])))
+        except (ValueError, TypeError, KeyError):
+            return ()
+        seen.add(pairs)
+    if len(seen) != 1 or not next(iter(seen)):
+        return ()
+    return (("eth0", "default"),) + next(iter(seen))
 
 
 def groups(nodes: list[Node]) -> dict[str, list[Node]]:
