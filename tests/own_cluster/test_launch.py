@@ -158,3 +158,12 @@ def test_gke_pods_join_the_clusters_own_networks(standin, spec_file, cli):
     first = json.loads(out)["schedule"][0]
     assert code == 1 and not first["fits"]
     assert "not attached to GKE network(s) vpc8" in " ".join(first["reasons"])
+
+
+@pytest.mark.parametrize("operator, code", [(True, 0), (False, 1)])
+def test_check_names_the_operator(standin, spec_file, cli, operator, code):
+    standin("onprem", operator=operator)
+    got, out, err = cli("check", spec_file())
+    assert got == code, out + err
+    line = next(ln for ln in out.splitlines() if ln.startswith("training operator"))
+    assert ("ok" in line) == operator and ("training-operator" in line) != operator

@@ -67,3 +67,15 @@ def operator_problem(kube: Any) -> str | None:
 
 OPERATOR_FIX = ("install it: kubectl apply --server-side -k "
                 "\"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.8.1\"")
+
+
+def operator_check(plan, check_type):
+    """`reclaunch check FILE`: is the training operator there (providers/check.py's Check)."""
+    try:
+        problem = operator_problem(connect(plan.region))
+    except ProviderError as exc:
+        return check_type("training operator", False, f"cannot reach {plan.region}: {exc}",
+                          exc.hint, needed=True)
+    return check_type("training operator", problem is None,
+                      problem or f"{CRD} v1 is served in {plan.region}",
+                      OPERATOR_FIX if problem else None, needed=True)
