@@ -136,8 +136,10 @@ def group_offer(group: str, nodes: list[Node], catalog: Catalog, *, context: str
     else:
         it_name = it or group
     count = gpus if gpus_wanted is None else gpus_wanted
-    cpu = min(int(n.allocatable.get("cpu", 0)) for n in nodes)
-    ram = min(float(n.allocatable.get("memory", 0)) for n in nodes) / 2**30
+    # What the pods already there leave (their DaemonSets included): the job pod asks for
+    # this less the allocatable module's allowance (manifests/allocatable.py), on every node.
+    cpu = min(int(n.free.get("cpu", 0)) for n in nodes)
+    ram = min(float(n.free.get("memory", 0)) for n in nodes) / 2**30
     if usd_per_gpu_hour is not None:
         od, sp, as_of = usd_per_gpu_hour * count, None, host.today()
         price = f"kubernetes.price.usd_per_gpu_hour {usd_per_gpu_hour:g}"
@@ -155,7 +157,9 @@ def group_offer(group: str, nodes: list[Node], catalog: Catalog, *, context: str
         price = "no price: set kubernetes.price.usd_per_gpu_hour"
     free = sum(1 for n in nodes if n.ready and not n.unschedulable
                and n.free.get("nvidia.com/gpu", 0) >= count)
-    source = (f"cluster {context}, node group {group}: {len(nodes)} node(s), {free} with {count} GPUs free now; "
+    kinds = sorted({n.capacity_type for n in nodes})
+    source = (f"cluster {context}, node group {group}: {len(nodes)} {'/'.join(kinds)} node(s), "
+              f"{free} with {count} GPUs free now; "
               f"{basis}; price: {price}")
     offer = NodeGroupOffer(
         cloud=CLOUD, instance_type=it_name, region=context, gpu=gpu, gpu_count=count,
@@ -167,7 +171,7 @@ def group_offer(group: str, nodes: list[Node], catalog: Catalog, *, context: str
         price_as_of=as_of if isinstance(as_of, _dt.date) else host.today(), source=source,
         origin="cluster", group=group, node_names=tuple(n.name for n in nodes),
         selector=_selector(nodes, group), basis=basis,
-        capacity=next(iter({n.capacity_type for n in nodes})) if len({n.capacity_type for n in nodes}) == 1 else "mixed",
+        capacity=kinds[0] if len(kinds) == 1 else "mixed",
         free_nodes=free, gke_interfaces=gke_interfaces(nodes) if fabric in ("tcpx", "tcpxo", "rdma") else ())
     return offer, ""
 
