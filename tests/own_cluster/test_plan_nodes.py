@@ -55,8 +55,8 @@ def test_a_fabric_the_nodes_lack_is_refused(standin, spec_file, cli):
     path = spec_file(top="interconnect: {inter_node: efa}")
     code, _, err = cli("plan", path)
     assert code == 2
-    assert f"{path}:" in err and "interconnect.inter_node: no node of cluster ctx advertises efa" in err
-    assert "nvidia-l40s-x4: ethernet" in err
+    assert f"{path}:" in err and "interconnect.inter_node: no node group of cluster ctx offers efa" in err
+    assert "nvidia-l40s-x4: ethernet: the nodes advertise no EFA" in err
 
 
 def test_catalog_p5_without_efa_devices_is_planned_on_ethernet():
@@ -87,3 +87,21 @@ def test_gfd_product_names_map_to_catalog_gpus():
     assert _gpu_name("NVIDIA-H100-NVL", "95830", gpus) == "H100-NVL-94GB"
     assert _gpu_name("NVIDIA-L40S", "46068", gpus) == "L40S-48GB"
     assert _gpu_name("Tesla-V100-SXM2-16GB", "16384", gpus) is None
+
+
+def test_unknown_hardware_with_rdma_is_named_and_planned_on_ethernet():
+    from fractions import Fraction
+
+    from reclaunch.catalog import load_catalog
+    from reclaunch.providers.kubernetes.nodes import Node
+    from reclaunch.providers.kubernetes.offers import group_offer
+
+    labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559"}
+    n = Node("dgx-1", labels, {}, [], {"cpu": Fraction(220), "memory": Fraction(1900 * 2**30),
+                                       "nvidia.com/gpu": Fraction(8), "rdma/ib": Fraction(8)})
+    offer, _ = group_offer("dgx", [n], load_catalog(overlay=False), context="c",
+                           usd_per_gpu_hour=2.0, gpus_wanted=None)
+    assert (offer.gpu, offer.gpu_count, offer.fabric) == ("H100-80GB", 8, "ethernet")
+    assert "advertise infiniband, but no fabric profile knows this hardware" in offer.basis
+    assert offer.on_demand_usd == 16.0 and offer.selector == (("nvidia.com/gpu.product",
+                                                                "NVIDIA-H100-80GB-HBM3"),)

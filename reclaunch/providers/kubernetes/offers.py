@@ -93,9 +93,12 @@ def _fabric(nodes: list[Node], row: Offer | None) -> tuple[str, str]:
             return row.fabric, f"{row.fabric}: the catalog's fabric for {row.instance_type}, advertised by the nodes"
         return "ethernet", (f"ethernet: {row.instance_type} has {row.fabric}, but the nodes "
                             f"advertise no {_PROOF[row.fabric]} devices")
-    for fab in ("efa", "infiniband"):
-        if fab in common:
-            return fab, f"{fab}: advertised by every node ({'vpc.amazonaws.com/efa' if fab == 'efa' else 'rdma/ib'})"
+    # Hardware the catalog does not know has no fabric profile (NCCL env, devices per pod):
+    # what it advertises is named, and the job is planned on TCP rather than guessed at.
+    seen = [f for f in ("efa", "infiniband", "gke-networks") if f in common]
+    if seen:
+        return "ethernet", (f"ethernet: the nodes advertise {', '.join(seen)}, but no fabric "
+                            "profile knows this hardware (NCCL runs on TCP sockets)")
     return "ethernet", "ethernet: the nodes advertise no EFA, rdma/ib or GKE multi-network devices"
 
 
@@ -265,9 +268,9 @@ def _narrow(spec: "Spec", offers: list[NodeGroupOffer], context: str) -> list[No
     if fab not in ("auto", "ethernet"):
         hit = [o for o in offers if o.fabric == fab]
         if not hit:
-            have = "; ".join(f"{o.group}: {o.fabric}" for o in offers)
+            have = "; ".join(f"{o.group}: {o.basis.rsplit('fabric ', 1)[-1]}" for o in offers)
             raise SpecError(f"{spec.where('interconnect', 'inter_node')}: interconnect.inter_node: "
-                            f"no node of cluster {context} advertises {fab} ({have})")
+                            f"no node group of cluster {context} offers {fab} ({have})")
         offers = hit
     if spec.interconnect.intra_node == "nvlink":
         hit = [o for o in offers if o.intra_node == "nvlink"]
