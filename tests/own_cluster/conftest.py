@@ -30,8 +30,9 @@ def standin(tmp_path, monkeypatch):
     """start(cluster, operator=True) -> a running KubeStandIn that KUBECONFIG points at."""
     started = []
 
-    def start(cluster: str, *, operator: bool = True, context: str = "ctx") -> KubeStandIn:
-        srv = KubeStandIn(cluster, operator=operator).start()
+    def start(cluster: str, *, operator: bool = True, context: str = "ctx",
+              job_outcome: str | None = None) -> KubeStandIn:
+        srv = KubeStandIn(cluster, operator=operator, job_outcome=job_outcome).start()
         started.append(srv)
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path, srv.url, context)))
         return srv

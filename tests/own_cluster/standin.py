@@ -31,8 +31,11 @@ def _matches(labels: dict, selector: str | None) -> bool:
 
 
 class KubeStandIn(RecordedServer):
-    def __init__(self, cluster: str, *, operator: bool = True):
+    def __init__(self, cluster: str, *, operator: bool = True, job_outcome: str | None = None):
+        """job_outcome: a PyTorchJob applied here gets this condition at once (the operator
+        running it to the end), e.g. "Succeeded"."""
         super().__init__()
+        self.job_outcome = job_outcome
         data = json.loads((FIXTURES / f"{cluster}.json").read_text())
         self.add("GET", "/api/v1/nodes", body=data["nodes"])
         self.add("GET", "/api/v1/pods", body=data["pods"])
@@ -52,6 +55,11 @@ class KubeStandIn(RecordedServer):
             self.requests.append(Request(method, path, query, headers, body))
             if method == "PATCH":
                 obj = json.loads(body)
+                if obj.get("kind") == "PyTorchJob" and self.job_outcome:
+                    obj["status"] = {"conditions": [
+                        {"type": "Created", "status": "True", "lastTransitionTime": "2026-12-01T00:00:00Z"},
+                        {"type": self.job_outcome, "status": "True",
+                         "lastTransitionTime": "2026-12-01T00:10:00Z"}]}
                 self.objects[path] = obj
                 return 200, {}, obj
             if method == "DELETE":

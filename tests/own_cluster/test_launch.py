@@ -167,3 +167,22 @@ def test_check_names_the_operator(standin, spec_file, cli, operator, code):
     assert got == code, out + err
     line = next(ln for ln in out.splitlines() if ln.startswith("training operator"))
     assert ("ok" in line) == operator and ("training-operator" in line) != operator
+
+
+def test_cli_up_watches_to_the_end_and_tears_down_what_it_applied(standin, spec_file, cli):
+    srv = standin("eks-p5", job_outcome="Succeeded")
+    code, out, err = cli("up", spec_file(top="nodes: 2\ngpus_per_node: 8"), "--yes")
+    assert code == 0, err
+    assert "verified: nothing tagged for this cluster is left" in err
+    assert [r.path for r in srv.calls("DELETE")] == [
+        "/apis/kubeflow.org/v1/namespaces/ml-training/pytorchjobs/byo-deepfm",
+        "/api/v1/namespaces/ml-training/configmaps/byo-deepfm-plan",
+        "/api/v1/namespaces/ml-training"]
+    job = json.loads(next(r.body for r in srv.calls("PATCH") if r.path.endswith("/byo-deepfm")))
+    pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "p5-efa"}
+    limits = pod["containers"][0]["resources"]["limits"]
+    assert limits["vpc.amazonaws.com/efa"] == 32 and limits["nvidia.com/gpu"] == 8
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    code, out, _ = cli("status", "byo-deepfm", "--json")
+    assert json.loads(out)["state"] == "Missing"
