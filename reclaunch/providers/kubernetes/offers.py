@@ -168,7 +168,7 @@ def group_offer(group: str, nodes: list[Node], catalog: Catalog, *, context: str
         cloud=CLOUD, instance_type=it_name, region=context, gpu=gpu, gpu_count=count,
         gpu_memory_gib=float(mem), intra_node=intra, nvlink=nvlink, nvlink_gbs_per_gpu=nvbw,
         fabric=fabric, nics=row.nics if row and fabric == row.fabric else 0,
-        network_gbps=row.network_gbps if row else 25.0,
+        network_gbps=row.network_gbps if row else 0.0,   # not read from a node: unknown
         gpudirect=bool(row and row.gpudirect and fabric == row.fabric), vcpus=cpu, ram_gib=ram,
         local_nvme_gb=0.0, on_demand_usd=od, spot_usd=sp, spot_low_usd=None, spot_high_usd=None,
         price_as_of=as_of if isinstance(as_of, _dt.date) else host.today(), source=source,
