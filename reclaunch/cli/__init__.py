@@ -295,7 +295,10 @@ def preview(file: str, as_json: bool) -> None:
     if as_json:
         _emit_json({"resources": resources, "schedule": rows, "policy": findings})
     else:
-        _console().print(render_preview(resources))
+        if resources or not getattr(the_plan.offer, "node_names", None):
+            _console().print(render_preview(resources))
+        else:   # cloud: kubernetes: a cluster you bring, checked node by node below
+            _console().print(f"nothing to create: the launch goes onto the nodes of {the_plan.region}")
         _console().print(render_schedule(rows))
         if resources:   # a cluster you bring (cloud: kubernetes) creates no cloud resources
             _console().print(render_policy(findings))

@@ -13,7 +13,7 @@ def test_eks_p5_group_with_efa_from_the_catalog(standin, spec_file, cli):
     assert (plan["cloud"], plan["region"], plan["instance_type"]) == ("kubernetes", "ctx", "p5.48xlarge")
     assert plan["gpu"] == "H100-80GB" and plan["gpus_per_node"] == 8
     src = plan["constants"]["sources"]["price"]
-    assert "node group p5-efa: 4 on-demand node(s), 4 with 8 GPUs free now" in src
+    assert "node group p5-efa: 4 node(s) (on-demand), 4 with 8 GPUs free now" in src
     assert "GPU from the catalog row aws p5.48xlarge" in src and "efa: the catalog's fabric" in src
     assert "catalog on-demand aws p5.48xlarge in us-east-1" in src
     assert plan["cost"]["on_demand_usd_per_hour"] == 2 * 55.04     # the catalog row's price

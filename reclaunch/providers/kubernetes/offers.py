@@ -132,8 +132,9 @@ def group_offer(group: str, nodes: list[Node], catalog: Catalog, *, context: str
                           "in the catalog, so it cannot be planned")
         mem = catalog.gpus[gpu].memory_gib
         intra, nvlink, nvbw = "pcie", "", 0.0   # NVLink is not labelled: assume the PCIe floor
-        basis = (f"GPU from the node label {GPU_PRODUCT}={product} (instance type "
-                 f"{it or 'not labelled'} not in the catalog; NVLink not assumed); fabric {fabric_why}")
+        why_not = f"instance type {it} not in the catalog" if it else "no instance-type label"
+        basis = (f"GPU from the node label {GPU_PRODUCT}={product} ({why_not}; NVLink not "
+                 f"assumed); fabric {fabric_why}")
     if row is not None and fabric != row.fabric:
         it_name = group      # planned as its own kind: the family's fabric profile must not apply
     else:
@@ -161,7 +162,8 @@ def group_offer(group: str, nodes: list[Node], catalog: Catalog, *, context: str
     free = sum(1 for n in nodes if n.ready and not n.unschedulable
                and n.free.get("nvidia.com/gpu", 0) >= count)
     kinds = sorted({n.capacity_type for n in nodes})
-    source = (f"cluster {context}, node group {group}: {len(nodes)} {'/'.join(kinds)} node(s), "
+    kind = "/".join(kinds) if kinds != ["unknown"] else "capacity type not labelled"
+    source = (f"cluster {context}, node group {group}: {len(nodes)} node(s) ({kind}), "
               f"{free} with {count} GPUs free now; "
               f"{basis}; price: {price}")
     offer = NodeGroupOffer(
