@@ -141,6 +141,8 @@ def test_logs_of_the_master_through_the_shared_path(standin, spec_file, cli):
     code, out, err = cli("logs", "byo-deepfm")
     assert code == 0, err
     assert out.splitlines() == ["step 1 loss 0.69", "step 2 loss 0.68"]
+    code, out, err = cli("diagnose", "byo-deepfm")   # reads every pod's log the same way
+    assert code == 1 and "no RECLAUNCH_METRICS lines in its logs yet" in err, out + err
 
 
 def test_gke_pods_join_the_clusters_own_networks(standin, spec_file, cli):
