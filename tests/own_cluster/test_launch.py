@@ -188,3 +188,14 @@ def test_cli_up_watches_to_the_end_and_tears_down_what_it_applied(standin, spec_
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
     code, out, _ = cli("status", "byo-deepfm", "--json")
     assert json.loads(out)["state"] == "Missing"
+
+
+def test_node_selector_of_the_spec_is_required_and_named(standin, spec_file, cli):
+    standin("eks-p5")
+    path = spec_file(top="nodes: 2\ngpus_per_node: 8",
+                     extra='node_selector: {"topology.kubernetes.io/zone": us-east-1b}')
+    code, out, _ = cli("preview", path, "--json")
+    first = json.loads(out)["schedule"][0]
+    assert code == 1 and first["pod"] == "byo-deepfm/master"
+    assert ("ip-10-0-64-20.ec2.internal: lacks label topology.kubernetes.io/zone=us-east-1b"
+            in first["reasons"][0])
