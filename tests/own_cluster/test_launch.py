@@ -199,3 +199,17 @@ def test_node_selector_of_the_spec_is_required_and_named(standin, spec_file, cli
     assert code == 1 and first["pod"] == "byo-deepfm/master"
     assert ("ip-10-0-64-20.ec2.internal: lacks label topology.kubernetes.io/zone=us-east-1b"
             in first["reasons"][0])
+
+
+def test_gc_yes_deletes_only_our_labelled_objects(standin, spec_file, cli):
+    srv = standin("onprem")
+    _up(spec_file(namespace="ml-team"))      # the team's namespace, labelled by our apply
+    srv.objects["/api/v1/namespaces/ml-team"]["metadata"]["labels"] = {}   # ... as it was
+    srv.objects["/api/v1/namespaces/ml-team/configmaps/theirs"] = {
+        "metadata": {"name": "theirs", "namespace": "ml-team", "labels": {"app": "x"}}}
+    code, out, err = cli("gc", "--cloud", "kubernetes", "--region", "ctx", "--yes")
+    assert code == 0, out + err
+    deleted = [r.path for r in srv.calls("DELETE")]
+    assert deleted == ["/apis/kubeflow.org/v1/namespaces/ml-team/pytorchjobs/byo-deepfm",
+                       "/api/v1/namespaces/ml-team/configmaps/byo-deepfm-plan"]
+    assert "/api/v1/namespaces/ml-team/configmaps/theirs" in srv.objects
