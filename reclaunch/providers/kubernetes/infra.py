@@ -119,8 +119,8 @@ class OwnClusterInfra(Infra):
                 continue
             kube.delete(api, kind, obj, ns)
             if on_event:
-                on_event({"kind": "resource", "status": "done", "type": kind,
-                          "name": f"{ns + '/' if ns else ''}{obj}"})
+                on_event({"kind": "resource", "status": "done", "op": "deleted", "type": kind,
+                          "urn": f"{ns + '/' if ns else ''}{obj}"})
         # Kept (marked destroyed) so the verification knows whose namespace it was.
         write_state(name, {**state, "applied": keep, "destroyed": True})
 
