@@ -46,7 +46,7 @@ def test_more_gpus_per_node_than_any_node_exits_1_naming_the_largest(standin, sp
     standin("onprem")
     code, out, err = cli("plan", spec_file(top="gpus_per_node: 8"))
     assert code == 1
-    assert "gpus_per_node 8: no node of cluster ctx has that many; the largest, gpu-4, has 4" in err
+    assert "gpus_per_node 8: no node of cluster ctx has that many; the largest, gpu-1, has 4" in err
     assert ".yaml:" in err and len(err.strip().splitlines()) == 1
 
 

@@ -211,7 +211,7 @@ def groups(nodes: list[Node]) -> dict[str, list[Node]]:
 
 
 def _largest(nodes: list[Node]) -> Node:
-    return max(nodes, key=lambda n: (n.gpus, n.name))
+    return min(nodes, key=lambda n: (-n.gpus, n.name))   # the first by name among the largest
 
 
 def cluster_catalog(spec: "Spec", nodes: list[Node], catalog: Catalog, *, context: str) -> Catalog:
