@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
 # The one registry line per built-in cloud: its provider package under reclaunch/providers/.
-BUILTIN: tuple[str, ...] = ("aws", "azure", "gcp", "local")
+BUILTIN: tuple[str, ...] = ("aws", "azure", "gcp", "kubernetes", "local")
 PLUGINS_ENV = "RECLAUNCH_CLOUDS"
 
 # A cluster name: it names the stack, the tags, the journal record and a directory, never a

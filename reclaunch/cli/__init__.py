@@ -35,7 +35,7 @@ def validate(files: tuple[str, ...]) -> None:
             for line in exc.problems:
                 click.echo(line, err=True)
             continue
-        where = spec.instance_type or spec.gpu or "this machine"
+        where = spec.instance_type or spec.gpu or ("this machine" if spec.runs_here else "the cluster's nodes")
         click.echo(f"{f}: ok ({spec.name}: {spec.cloud}, {spec.nodes} x {spec.gpus_per_node} on {where})")
     if bad:
         sys.exit(2)
@@ -291,8 +291,7 @@ def preview(file: str, as_json: bool) -> None:
     Exits 1 (after printing) when a pod fits no node pool or a policy fails.
     """
     from reclaunch import planner
-    from reclaunch.manifests.placement import for_plan
-    from reclaunch.providers import preview_plan
+    from reclaunch.providers import preview_plan, schedule_for
     from reclaunch.ui.preview import render_policy, render_preview, render_schedule
     from stacks.policy import check as policy_check
 
@@ -301,14 +300,18 @@ def preview(file: str, as_json: bool) -> None:
     spec, catalog = _load(file)   # priced as `plan` prices it: measured runs of this job shape
     the_plan = planner.make_plan(spec, catalog, context=plan_context(spec))
     resources = preview_plan(the_plan)
-    rows = for_plan(the_plan, catalog)
+    rows = schedule_for(the_plan, catalog)
     findings = policy_check(the_plan, resources)
     if as_json:
         _emit_json({"resources": resources, "schedule": rows, "policy": findings})
     else:
-        _console().print(render_preview(resources))
+        if resources or not getattr(the_plan.offer, "node_names", None):
+            _console().print(render_preview(resources))
+        else:   # cloud: kubernetes: a cluster you bring, checked node by node below
+            _console().print(f"nothing to create: the launch goes onto the nodes of {the_plan.region}")
         _console().print(render_schedule(rows))
-        _console().print(render_policy(findings))
+        if resources:   # a cluster you bring (cloud: kubernetes) creates no cloud resources
+            _console().print(render_policy(findings))
     if any(not r["fits"] for r in rows) or findings:
         sys.exit(1)
 

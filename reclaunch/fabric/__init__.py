@@ -21,6 +21,7 @@ from reclaunch import clouds
 from reclaunch.errors import PlanError
 from reclaunch.fabric.generations import PROFILES
 from reclaunch.fabric.profiles import DATE, PCIE_GEN4, FabricProfile, Member
+from reclaunch.spec.facts import own_cluster
 
 __all__ = ["DATE", "PROFILES", "FabricProfile", "Member", "PodRequirements", "get_profile",
            "profile_for", "nccl_env", "pod_requirements", "gke_networks", "profiles",
@@ -63,7 +64,10 @@ def _match(cloud: str, instance_type: str,
     best: tuple[int, FabricProfile, Member] | None = None
     it = instance_type.lower()
     for p in profiles():
-        if cloud not in p.clouds or (fabric is not None and p.fabric != fabric):
+        # A cluster you bring runs the vendors' instances: their rows apply by instance type
+        # (the prefixes are unique across clouds); its offers say when the nodes lack the fabric.
+        mine = cloud in p.clouds or (own_cluster(cloud) and p.fabric != "gloo")
+        if not mine or (fabric is not None and p.fabric != fabric):
             continue
         for m in p.members:
             if it.startswith(m.prefix.lower()) and (best is None or len(m.prefix) > best[0]):

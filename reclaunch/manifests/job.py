@@ -112,6 +112,11 @@ def fabric_profile(plan: "Plan"):
         prof = profile_for(plan.cloud, plan.instance_type, plan.spec.interconnect.inter_node)
     else:
         prof = get_profile(plan.fabric)
+    # Existing GKE nodes (cloud: kubernetes) are attached to the cluster's own Networks.
+    own = getattr(plan.offer, "gke_interfaces", ())
+    if own and prof.gke_interfaces:
+        from dataclasses import replace
+        prof = replace(prof, gke_interfaces=tuple(own))
     return prof if multi_node(plan) else single_node(prof)
 
 
@@ -277,8 +282,9 @@ def _placement(plan: "Plan") -> tuple[dict[str, str], list[dict[str, Any]]]:
     from reclaunch.manifests.stackfacts import job_placement
 
     extra = job_placement(plan)
-    node_selector = {CLUSTER_LABEL: plan.name}
-    if plan.instance_type:
+    own = bool(extra.get("own_nodes"))   # existing nodes: selected by their own labels only
+    node_selector = {} if own else {CLUSTER_LABEL: plan.name}
+    if plan.instance_type and not own:
         node_selector["node.kubernetes.io/instance-type"] = plan.instance_type
     node_selector.update(extra["node_selector"])
     tolerations = [dict(GPU_TOLERATION)]

@@ -21,11 +21,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # The targets, from the one registry (reclaunch/clouds.py; each cloud's facts are its
 # package's facts.py): {cloud: (provider module, kind)}, kind "kube" (a Pulumi stack +
-# PyTorchJob) or "here". Read live, so a cloud registered through RECLAUNCH_CLOUDS is known.
+# PyTorchJob), "own" (a cluster the team already has: its nodes are the offers, no stack) or
+# "here". Read live, so a cloud registered through RECLAUNCH_CLOUDS is known.
 REGISTRY = clouds.PerCloud(lambda f: (f.provider, f.kind))
 # Clouds with a stack, prices and a sweeper (CLI choices, fixed at import; no provider
 # package is imported for this). What the provider does is declared in its package's CloudSpec.
 KUBE_CLOUDS: tuple[str, ...] = clouds.kube_names()
+# Targets `gc` can sweep: the clouds, and clusters you bring (their region is a kube context).
+OWN_CLUSTERS: tuple[str, ...] = tuple(c for c, (_, kind) in REGISTRY.items() if kind == "own")
+SWEPT_CLOUDS: tuple[str, ...] = KUBE_CLOUDS + OWN_CLUSTERS
 
 
 class Provider(Protocol):
@@ -82,7 +86,7 @@ class Preemptible(Protocol):
                 replace_after: float = 5.0) -> dict[str, Any]: ...
 
 
-def _package(cloud: str, kinds: tuple[str, ...] = ("kube", "here")):
+def _package(cloud: str, kinds: tuple[str, ...] = ("kube", "own", "here")):
     try:
         module, kind = REGISTRY[cloud]
     except KeyError:
@@ -95,7 +99,23 @@ def _package(cloud: str, kinds: tuple[str, ...] = ("kube", "here")):
 
 
 def get(cloud: str) -> Provider:
-    return _package(cloud).provider()
+    return _package(cloud, ("kube", "own", "here")).provider()
+
+
+def planning_catalog(spec, catalog):
+    """The catalog `plan` plans `spec` on: `catalog` itself, or for a cluster you bring the
+    offers its nodes make (read through its API by the provider package; the planner stays pure)."""
+    if REGISTRY.get(spec.cloud, ("", ""))[1] != "own":
+        return catalog
+    return _package(spec.cloud, ("own",)).planning_catalog(spec, catalog)
+
+
+def schedule_for(plan: "Plan", catalog=None) -> list[dict[str, Any]]:
+    """Every pod of the launch and where it lands: the stack's pools, or a cluster's own nodes."""
+    if REGISTRY.get(plan.cloud, ("", ""))[1] == "own":
+        return _package(plan.cloud, ("own",)).schedule(plan)
+    from reclaunch.manifests.placement import for_plan
+    return for_plan(plan, catalog)
 
 
 def cloud_spec(cloud: str):
@@ -140,6 +160,9 @@ def sweeper_for(cloud: str, region: str, **options: Any):
     """The cloud's tag sweeper (gc, teardown verification) for one region."""
     import re
 
+    if cloud in OWN_CLUSTERS:   # a cluster you bring: `region` is the kubeconfig context
+        return _package(cloud, ("own",)).sweeper(region, **options)
+
     # Region names are [a-z0-9-] on every cloud ("East US" is Azure's display name of eastus).
     # Anything else would reach the SDKs as a malformed endpoint host.
     norm = (region or "").strip().lower()   # "a b" is no region, not "ab"
@@ -167,6 +190,8 @@ def stack_program(cloud: str):
 def preview_plan(plan: "Plan") -> list[dict[str, Any]]:
     """`reclaunch preview`: the cloud's stack program under Pulumi mocks."""
     from reclaunch.runtime.preview import preview
+    if REGISTRY.get(plan.cloud, ("", ""))[1] == "own":
+        return []   # a cluster you bring: nothing is created but the launch (schedule_for)
     if REGISTRY.get(plan.cloud, ("", ""))[1] != "kube":
         raise UsageError(f"cloud: {plan.cloud} creates no cloud resources, so there is nothing "
                          f"to preview", hint=f"preview works for {', '.join(clouds.kube_names())}; "

@@ -57,6 +57,8 @@ def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool
     catalog = load_catalog()   # once: validation and planning read the same prices
     from reclaunch.runtime.measurements import plan_context
     spec = load_spec(path, catalog)   # priced as `plan` prices it: measured runs, this host
+    from reclaunch.providers import planning_catalog
+    catalog = planning_catalog(spec, catalog)   # cloud: kubernetes: the cluster's nodes
     plan = make_plan(spec, catalog, context=plan_context(spec, preflight=preflight))
     provider = get(plan.cloud)
     lock = cluster_lock(plan.name, "up").acquire()

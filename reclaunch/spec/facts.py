@@ -37,6 +37,17 @@ STORAGE_RESOURCE_HINTS = tuple(dict.fromkeys(h for f in STORAGE_KINDS.values() f
 
 # What a cluster name must be on each target (clouds.DNS_1035 unless its facts say otherwise).
 NAME_RULES: Mapping[str, tuple[str, str]] = clouds.PerCloud(lambda f: f.name_rule)
+
+
+def own_cluster(cloud: str) -> bool:
+    """A cluster the team already has (its facts' kind "own", cloud: kubernetes): no region,
+    no stack; offers come from its nodes, and the vendors' fabric profiles apply by instance
+    type whatever cloud runs the nodes."""
+    return clouds.known(cloud) and clouds.get(cloud).kind == "own"
+
+
+def own_clusters() -> tuple[str, ...]:
+    return tuple(f.name for f in clouds.all_facts() if f.kind == "own")
 # cloud: local runs one training process per simulated GPU on this machine's cores.
 LOCAL_MAX_PROCESSES = 64
 # Larger than any file system the stacks provision (FSx for Lustre, Azure Managed Lustre and

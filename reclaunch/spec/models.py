@@ -21,6 +21,7 @@ from reclaunch import clouds
 from reclaunch.errors import SpecError
 from reclaunch.spec import env_rules
 from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
+from reclaunch.spec.kubernetes import KubernetesTarget
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
                                   parse_count, parse_size, parse_storage_size)
 
@@ -297,6 +298,7 @@ class Spec(Strict):
     autoscaling: Autoscaling | None = None
     capacity: Capacity | None = None
     security: Security = Security()
+    kubernetes: KubernetesTarget | None = Field(None, description="Only for cloud: kubernetes")
     job: Job
     model: Model
     nccl: Nccl = Nccl()
@@ -327,6 +329,13 @@ class Spec(Strict):
         if v.startswith("kube-") or v == "default":
             raise ValueError(f"{v!r} is a system namespace; the job gets its own (default: reclaunch)")
         return v
+
+    @model_validator(mode="after")
+    def _kubernetes_namespace(self) -> "Spec":
+        # kubernetes.namespace names where the job goes on a cluster you bring (spec/kubernetes.py)
+        if self.kubernetes is not None and self.kubernetes.namespace:
+            self.namespace = self.kubernetes.namespace
+        return self
 
     @property
     def runs_here(self) -> bool:

@@ -15,7 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 from reclaunch import clouds
 from reclaunch.spec import job_rules
 from reclaunch.spec.facts import (  # noqa: F401
-    LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, SIZED_STORAGE, STORAGE_BY_CLOUD, runs_here)
+    LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, SIZED_STORAGE, STORAGE_BY_CLOUD,
+    own_cluster, own_clusters, runs_here)
 from reclaunch.spec.sharders import pin_problems
 
 # Largest size each sized kind is sold at without a support request (bytes). azure-lustre:
@@ -93,6 +94,8 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         from reclaunch.spec.units import human_bytes
         out.append((("storage", "size"), f"{human_bytes(s.storage.size)} is larger than any file "
                     f"system reclaunch provisions (at most {MAX_STORAGE_BYTES // 2**50} PiB)"))
+    if s.kubernetes is not None and not own_cluster(s.cloud):
+        out.append((("kubernetes",), f"only for cloud: {', '.join(own_clusters())}; remove it"))
     if runs_here(s.cloud) and s.max_nodes * s.gpus_per_node > LOCAL_MAX_PROCESSES:
         out.append((("nodes",), f"cloud: local would run {s.max_nodes * s.gpus_per_node} "
                     f"training processes on this machine; at most {LOCAL_MAX_PROCESSES}"))
@@ -105,6 +108,9 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
             out.append((("interconnect", "inter_node"), "cloud: local uses gloo over loopback; "
                         "use auto or ethernet"))
         return out
+    if own_cluster(s.cloud):   # the cluster's nodes are checked at plan time, not here
+        from reclaunch.spec.kubernetes import rules as own_cluster_rules
+        return out + own_cluster_rules(s)
     if s.spot.enabled:
         out += _spot_checkpoints(s, kinds)
     if not s.region:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 DOCS: dict[str, str] = {
-    "Spec.cloud": "Where the job runs: aws, azure, gcp, or local (this machine, CPU processes, no account)",
+    "Spec.cloud": ("Where the job runs: aws, azure, gcp (a cluster reclaunch creates), kubernetes "
+                   "(a cluster you already have) or local (this machine, CPU processes, no account)"),
     "Spec.region": "Cloud region (e.g. us-east-1, eastus, us-central1); it must sell the instance",
     "Spec.zones": "Zones to try in order (capacity fallback); empty: the stack picks",
     "Spec.nodes": "Nodes (instances) at the start; cloud: local: simulated nodes",

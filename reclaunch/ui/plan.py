@@ -56,6 +56,9 @@ def plan_renderables(plan) -> list:
     head.add_column(style="bold")
     head.add_column()
     head.add_row("cluster", where)
+    if getattr(plan.offer, "node_names", None):   # cloud: kubernetes: what was read, and how
+        from reclaunch.ui.text import shown   # node names and labels come from the cluster
+        head.add_row("nodes", shown(plan.offer.source))
     if plan.pick_reason:
         head.add_row("picked", plan.pick_reason)
     head.add_row("fabric", plan.fabric)
@@ -274,9 +277,14 @@ def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
     t.add_row("budget.max_usd", "", money(plan.spec.budget.max_usd))
     out.print(t)
     st = plan.spec.storage
-    out.print(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
-              f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
-              f"storage {st.kind}{' ' + _storage_size(st) if st.size else ''}; "
-              f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h")
+    if getattr(plan.offer, "node_names", None):   # cloud: kubernetes: a cluster you bring
+        out.print(f"resources: none created; the launch goes to namespace {plan.spec.namespace} "
+                  f"on {plan.nodes} of the existing nodes of group {plan.offer.group}; "
+                  f"~{plan.duration_hours:.1f} h")
+    else:
+        out.print(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
+                  f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
+                  f"storage {st.kind}{' ' + _storage_size(st) if st.size else ''}; "
+                  f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h")
     if problem:
         out.print(f"[yellow]budget: {problem}[/yellow]")

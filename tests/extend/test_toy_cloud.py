@@ -95,7 +95,7 @@ def test_toy_choices_are_explained(toy):
     from reclaunch.errors import SpecError
     from reclaunch.spec import parse_spec
 
-    with pytest.raises(SpecError, match="'toyy' is not one of aws, azure, gcp, local, toy"):
+    with pytest.raises(SpecError, match="'toyy' is not one of aws, azure, gcp, kubernetes, local, toy"):
         parse_spec(SPEC.replace("cloud: toy", "cloud: toyy"), "toy.yaml")
     spec = parse_spec(SPEC.replace("nodes: 2", "nodes: 2\ninterconnect: {inter_node: toyfab}"),
                       "toy.yaml")
@@ -108,5 +108,5 @@ def test_unregistered_toy_is_unknown():
     from reclaunch.spec import parse_spec
 
     assert "toy" not in clouds.names()
-    with pytest.raises(SpecError, match="'toy' is not one of aws, azure, gcp, local"):
+    with pytest.raises(SpecError, match="'toy' is not one of aws, azure, gcp, kubernetes, local"):
         parse_spec(SPEC, "toy.yaml")
