@@ -1,7 +1,8 @@
 """Pulumi programs, one package per cloud, each exposing `program(plan)`.
 
 Which program belongs to which cloud is declared once, in that cloud's CloudSpec
-(reclaunch/providers/<cloud>/__init__.py). Importing this package imports no Pulumi SDK.
+(reclaunch/providers/<cloud>/__init__.py); which package is its stack, in its facts
+(reclaunch/providers/<cloud>/facts.py). Importing this package imports no Pulumi SDK.
 
 Besides its program, every `stacks.<cloud>` package implements `StackFacts`: the pure facts
 the launch reads from the stack (its node pools, where a job pod must go, what needs a
@@ -12,7 +13,6 @@ that lacks one, so a renamed function fails loudly instead of making a check fin
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -42,13 +42,17 @@ class StackContractError(TypeError):
 
 
 def facts(cloud: str) -> ModuleType | None:
-    """stacks.<cloud> checked against StackFacts; None for a target with no stack (local)."""
-    if not cloud.isidentifier() or importlib.util.find_spec(f"stacks.{cloud}") is None:
+    """The cloud's stack package (its facts' `stack`, stacks.<cloud> for ours) checked against
+    StackFacts; None for a target with no stack (local)."""
+    from reclaunch import clouds
+
+    name = clouds.get(cloud).stack if clouds.known(cloud) else None
+    if name is None:
         return None
-    pkg = importlib.import_module(f"stacks.{cloud}")
+    pkg = importlib.import_module(name)
     if not isinstance(pkg, StackFacts):
         missing = [n for n in FACTS if not callable(getattr(pkg, n, None))]
-        raise StackContractError(f"stacks.{cloud} does not implement stacks.StackFacts: "
+        raise StackContractError(f"{name} does not implement stacks.StackFacts: "
                                  f"missing {', '.join(missing)}")
     return pkg
 

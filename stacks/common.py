@@ -33,6 +33,9 @@ FABRIC_GROUP_LABEL = "reclaunch.io/fabric-group"
 # Packaged as reclaunch._k8s (pyproject package-dir), so a wheel carries it; fall back to the
 # checkout path when running `pulumi up` straight from stacks/<cloud>/ without an install.
 def _addons_file() -> Path:
+    checkout = Path(__file__).resolve().parent.parent / "k8s" / "addons.yaml"
+    if checkout.is_file():   # a checkout or editable install: no importlib.resources (~7 ms)
+        return checkout
     try:
         from importlib import resources
 
@@ -41,7 +44,7 @@ def _addons_file() -> Path:
             return path
     except ModuleNotFoundError:
         pass
-    return Path(__file__).resolve().parent.parent / "k8s" / "addons.yaml"
+    return checkout
 
 
 ADDONS_FILE = _addons_file()
@@ -144,6 +147,14 @@ def fabric_kind(plan: "Plan") -> str:
     return get_profile(plan.fabric).fabric
 
 
+def fabric_facts(plan: "Plan"):
+    """What the stack needs to know of the plan's fabric (reclaunch/clouds.py FabricFacts:
+    the NIC type nodes attach, per-pool fabric groups, network MTU, prerequisites)."""
+    from reclaunch import clouds
+
+    return clouds.fabric(fabric_kind(plan))
+
+
 def api_cidrs(plan: "Plan") -> list[str]:
     """Who may reach the Kubernetes API from outside the network: `security.api_cidrs`, else
     the `reclaunch:apiCidrs` stack config `up` sets to the address it runs from. [] means
@@ -211,10 +222,18 @@ def gpudirect_release(kind: str = "tcpxo") -> dict[str, str]:
 def addons_for(plan: "Plan", *, include_managed: bool = False) -> list[dict[str, Any]]:
     """The add-ons for this cloud, fabric and storage kind, in file order. `managed` ones
     (installed by the cloud itself) only with include_managed: they carry facts, not installs."""
-    fabric = fabric_kind(plan)
+    from reclaunch import clouds
+
+    # Which cloud or fabric an add-on belongs to is its facts' `addons` (reclaunch/clouds.py);
+    # one that none claims belongs everywhere.
+    facts = list(clouds.all_facts())
+    by_cloud = {a for f in facts for a in f.addons}
+    by_fabric = {a for fab in clouds.fabrics().values() for a in fab.addons}
+    mine = set(clouds.get(plan.cloud).addons)
+    fabric = set(clouds.fabric(fabric_kind(plan)).addons)
     return [a for a in load_addons()
-            if plan.cloud in a.get("clouds", [plan.cloud])
-            and fabric in a.get("fabrics", [fabric])
+            if (a["name"] not in by_cloud or a["name"] in mine)
+            and (a["name"] not in by_fabric or a["name"] in fabric)
             and plan.spec.storage.kind in a.get("storage", [plan.spec.storage.kind])
             and (include_managed or a["kind"] != "managed")]
 

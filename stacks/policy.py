@@ -131,14 +131,28 @@ def volumes_encrypted(plan: "Plan", rs: list[dict]) -> list[str]:
             out.append(f"{r['name']}: EFS not encrypted")
         if t == "aws:fsx/lustreFileSystem:LustreFileSystem" and not i.get("kmsKeyId"):
             out.append(f"{r['name']}: FSx without a customer key")
-        if t == "azure-native:containerservice:AgentPool" and \
-                bool(i.get("enableEncryptionAtHost")) != plan.spec.security.encryption_at_host:
-            out.append(f"{r['name']}: encryption at host differs from the spec")
+        if t == "azure-native:containerservice:AgentPool":
+            out += _host_encryption(plan, r["name"], i)
+        if t == "azure-native:containerservice:ManagedCluster":
+            for prof in i.get("agentPoolProfiles") or []:
+                out += _host_encryption(plan, f"{r['name']}/{prof.get('name')}", prof)
         service = "file" if i.get("kind") == "FileStorage" else "blob"   # Files share / checkpoint blobs
         if t == "azure-native:storage:StorageAccount" and \
                 _get(i, f"encryption.services.{service}.enabled") is not True:
             out.append(f"{r['name']}: {service} encryption off")
     return out
+
+
+def _host_encryption(plan: "Plan", name: str, pool: dict) -> list[str]:
+    """Each pool as the spec says (true/false), and by default as `up` resolved it
+    (stacks/azure/host_encryption.py: on where the size and the subscription allow)."""
+    from stacks.azure.host_encryption import settings
+
+    on = bool(pool.get("enableEncryptionAtHost"))
+    want = plan.spec.security.encryption_at_host
+    expected = want if want is not None else settings(plan).get(str(pool.get("vmSize")), False)
+    return [] if on == expected else [f"{name}: encryption at host {'on' if on else 'off'}, "
+                                      f"expected {'on' if expected else 'off'}"]
 
 
 _statements = bucket_policy.statements

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from reclaunch import host
+from reclaunch import clouds, host
 
 STALE_AFTER_DAYS = 90
 
@@ -197,11 +197,15 @@ def _bundled_text(name: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _bundled() -> tuple[str, tuple[Offer, ...], dict[str, Gpu]]:
+def _bundled(generation: int = 0) -> tuple[str, tuple[Offer, ...], dict[str, Gpu]]:
+    """Keyed by the cloud registry's generation: a cloud registered later brings its rows."""
     import yaml
 
-    meta = yaml.safe_load(_bundled_text("meta.yaml"))
+    meta = yaml.load(_bundled_text("meta.yaml"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     offers = tuple(parse_offer(r) for r in _read_rows(_bundled_text("instances.csv")))
+    # A cloud whose package ships its own rows (CloudFacts.offers, next to its facts.py).
+    offers += tuple(parse_offer(r) for f in clouds.all_facts() if f.offers and f.home
+                    for r in _read_rows((f.home / f.offers).read_text()))
     gpus = {}
     for r in _read_rows(_bundled_text("gpus.csv")):
         gpus[r["gpu"]] = Gpu(r["gpu"], *(float(r[c]) for c in (
@@ -211,7 +215,7 @@ def _bundled() -> tuple[str, tuple[Offer, ...], dict[str, Gpu]]:
 
 
 def bundled_catalog() -> Catalog:
-    version, offers, gpus = _bundled()
+    version, offers, gpus = _bundled(clouds.generation())
     return Catalog(version=version, offers=offers, gpus=gpus)
 
 

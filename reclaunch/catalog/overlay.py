@@ -16,8 +16,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Callable, Iterable
 
+from reclaunch import clouds
+
 MAX_BYTES = 16 << 20   # the bundled catalog is ~100 KB; a refresh of every region stays far below
-CLOUDS = ("aws", "azure", "gcp")
 
 _warned: set[str] = set()   # one warning per bad row per process (load_catalog runs often)
 
@@ -37,8 +38,10 @@ def check_offer(offer, known_gpus: Iterable[str]) -> str | None:
             return f"{f.name}: {v} is not a number"
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
             return f"{f.name}: {v} is negative"
-    if offer.cloud not in CLOUDS:
-        return f"cloud: {offer.cloud!r} is not one of {', '.join(CLOUDS)}"
+    if offer.cloud not in (priced := clouds.kube_names()):   # the clouds that sell instances
+        return f"cloud: {offer.cloud!r} is not one of {', '.join(priced)}"
+    if offer.fabric not in clouds.fabrics():
+        return f"fabric: {offer.fabric!r} is not one of {', '.join(clouds.fabrics())}"
     if not offer.instance_type.strip() or not offer.region.strip():
         return "instance_type and region must not be empty"
     if offer.gpu_count < 1:

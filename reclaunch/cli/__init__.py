@@ -35,7 +35,7 @@ def validate(files: tuple[str, ...]) -> None:
             for line in exc.problems:
                 click.echo(line, err=True)
             continue
-        where = spec.instance_type or spec.gpu or "this machine"
+        where = spec.instance_type or spec.gpu or ("this machine" if spec.runs_here else "the cluster's nodes")
         click.echo(f"{f}: ok ({spec.name}: {spec.cloud}, {spec.nodes} x {spec.gpus_per_node} on {where})")
     if bad:
         sys.exit(2)
@@ -95,15 +95,16 @@ def _cheaper_region(spec, the_plan, catalog) -> dict | None:
     return alt
 
 
-def _known_regions(regions: list[str], catalog) -> None:
-    """A filter naming a region no catalog row is in would silently show nothing: refuse it."""
+def _known_regions(regions: list[tuple[str, str]], catalog) -> None:
+    """A filter naming a region no catalog row is in would silently show nothing: refuse it.
+    `regions`: (the option that named it, region)."""
     import difflib
 
     known = catalog.regions()
-    for r in regions:
+    for flag, r in regions:
         if r not in known:
             close = difflib.get_close_matches(r, known, n=1, cutoff=0.8)
-            raise UsageError(f"--region {r!r}: no catalog offer is in that region"
+            raise UsageError(f"{flag} {r!r}: no catalog offer is in that region"
                              + (f" — did you mean {close[0]}?" if close else "")
                              + " (`reclaunch catalog` lists them)")
 
@@ -131,17 +132,22 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     spec, catalog = _load(file)
     if same_cloud and not compare:
         raise UsageError("--same-cloud goes with --compare")
-    regions = [*region_opt, *(r.strip() for r in (regions_opt or "").split(",") if r.strip())]
+    listed = [r.strip() for r in regions_opt.split(",")] if regions_opt is not None else []
+    if regions_opt is not None and not all(listed):   # "--regions ," is no filter, not "all"
+        raise UsageError(f"--regions {regions_opt!r}: an empty region name",
+                         hint="list regions separated by commas, e.g. --regions us-east-1,eastus")
+    named = [*(("--region", r) for r in region_opt), *(("--regions", r) for r in listed)]
+    regions = [r for _, r in named]
     if regions and not compare:
         raise UsageError("--region/--regions go with --compare")
-    _known_regions(regions, catalog)
+    _known_regions(named, catalog)
     from reclaunch.runtime.measurements import plan_context
 
     # measured runs of this job shape and (cloud: local) this host's calibration, passed in
     the_plan = planner.make_plan(spec, catalog, context=plan_context(spec))
     alt = _cheaper_region(spec, the_plan, catalog)
-    rows = (planner.compare(spec, catalog, same_cloud=same_cloud, regions=regions or None)
-            if compare else None)
+    rows = (planner.compare(spec, catalog, same_cloud=same_cloud, regions=regions or None,
+                            context=the_plan.context) if compare else None)
     if as_json:
         out = the_plan.to_json()
         out["cheaper_region"] = alt
@@ -180,8 +186,10 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
     from reclaunch.manifests.job import (file_name, preflight_job, prerequisites,
                                          render as render_plan, to_yaml)
 
-    spec, catalog = _load(file)
-    the_plan = planner.make_plan(spec, catalog)
+    from reclaunch.runtime.measurements import plan_context
+
+    spec, catalog = _load(file)   # priced as `plan` prices it (plan.json): measured runs, this host
+    the_plan = planner.make_plan(spec, catalog, context=plan_context(spec, preflight=preflight))
     objs = render_plan(the_plan)
     if with_storage:
         from reclaunch.manifests.job import _meta
@@ -283,22 +291,27 @@ def preview(file: str, as_json: bool) -> None:
     Exits 1 (after printing) when a pod fits no node pool or a policy fails.
     """
     from reclaunch import planner
-    from reclaunch.manifests.placement import for_plan
-    from reclaunch.providers import preview_plan
+    from reclaunch.providers import preview_plan, schedule_for
     from reclaunch.ui.preview import render_policy, render_preview, render_schedule
     from stacks.policy import check as policy_check
 
-    spec, catalog = _load(file)
-    the_plan = planner.make_plan(spec, catalog)
+    from reclaunch.runtime.measurements import plan_context
+
+    spec, catalog = _load(file)   # priced as `plan` prices it: measured runs of this job shape
+    the_plan = planner.make_plan(spec, catalog, context=plan_context(spec))
     resources = preview_plan(the_plan)
-    rows = for_plan(the_plan, catalog)
+    rows = schedule_for(the_plan, catalog)
     findings = policy_check(the_plan, resources)
     if as_json:
         _emit_json({"resources": resources, "schedule": rows, "policy": findings})
     else:
-        _console().print(render_preview(resources))
+        if resources or not getattr(the_plan.offer, "node_names", None):
+            _console().print(render_preview(resources))
+        else:   # cloud: kubernetes: a cluster you bring, checked node by node below
+            _console().print(f"nothing to create: the launch goes onto the nodes of {the_plan.region}")
         _console().print(render_schedule(rows))
-        _console().print(render_policy(findings))
+        if resources:   # a cluster you bring (cloud: kubernetes) creates no cloud resources
+            _console().print(render_policy(findings))
     if any(not r["fits"] for r in rows) or findings:
         sys.exit(1)
 

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from reclaunch.providers import KUBE_CLOUDS, REGISTRY  # noqa: F401  (data only: no provider package is imported)
+from reclaunch.providers import KUBE_CLOUDS, REGISTRY, SWEPT_CLOUDS  # noqa: F401  (data only: no provider package is imported)
 
 CLOUDS = list(REGISTRY)
 
@@ -38,8 +38,11 @@ def _load(file: str):
     from reclaunch.catalog import load_catalog
     from reclaunch.spec import load_spec
 
+    from reclaunch.providers import planning_catalog
+
     catalog = load_catalog()
-    return load_spec(file, catalog), catalog
+    spec = load_spec(file, catalog)
+    return spec, planning_catalog(spec, catalog)   # cloud: kubernetes: the cluster's nodes
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

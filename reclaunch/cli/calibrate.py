@@ -12,9 +12,12 @@ from reclaunch.cli.base import _emit_json, cli
               help="Only when there is no calibration for this host yet (or the host changed).")
 @click.option("--trainer", type=click.Path(dir_okay=False, exists=True),
               help="The reference trainer (default: examples/trainer/train.py of this checkout).")
+@click.option("--repeats", type=click.IntRange(1, 9),
+              help="Runs per batch size, interleaved; the median step is kept (default 3).")
 @click.option("--json", "as_json", is_flag=True, help="The calibration as one JSON object.")
 @click.pass_context
-def calibrate(ctx: click.Context, if_needed: bool, trainer: str | None, as_json: bool) -> None:
+def calibrate(ctx: click.Context, if_needed: bool, trainer: str | None, repeats: int,
+              as_json: bool) -> None:
     """Measure this host: the reference trainer for a few dozen steps at two batch sizes
     (TorchRec on CPU over gloo, 2 processes, as `cloud: local` runs), cached with the host's
     identity in ~/.reclaunch/calibration/host.json. `plan` of a local spec then predicts from it.
@@ -37,7 +40,7 @@ def calibrate(ctx: click.Context, if_needed: bool, trainer: str | None, as_json:
         result = current
     else:
         say(f"calibrating this host ({why or 'on demand'}) ...")
-        result = cal.calibrate(trainer=Path(trainer) if trainer else None, say=say)
+        result = cal.calibrate(trainer=Path(trainer) if trainer else None, repeats=repeats or cal.REFERENCE_REPEATS, say=say)
         say(f"saved {cal.cache_path()}")
     if as_json:
         _emit_json(cal.to_doc(result))

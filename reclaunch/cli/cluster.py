@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from reclaunch.cli.base import KUBE_CLOUDS, _console, _emit_json, _load, cli
+from reclaunch.cli.base import KUBE_CLOUDS, SWEPT_CLOUDS, _console, _emit_json, _load, cli
 from reclaunch.errors import ReclaunchError, UsageError  # noqa: F401
 
 
@@ -167,9 +167,29 @@ def preempt(name: str, node: int, notice: float, replace_after: float) -> None:
 
 # ------------------------------------------------------------------ gc
 
+def _gc_region(cloud: str, region: str) -> None:
+    """A region reclaunch never creates clusters in (none of its catalog offers is there)
+    is a typo: say so before any SDK asks for credentials, with the nearest name."""
+    import difflib
+    import re
+
+    from reclaunch.catalog import load_catalog
+
+    norm = (region or "").strip().lower()
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,63}", norm):
+        return      # not a region name at all: providers.sweeper_for says so
+    known = load_catalog().regions(cloud)
+    if known and norm not in known:
+        close = difflib.get_close_matches(norm, known, n=1, cutoff=0.6)
+        raise UsageError(f"gc --region {region!r}: reclaunch has no {cloud} offer in that region"
+                         + (f" — did you mean {close[0]}?" if close else ""),
+                         hint=f"`reclaunch catalog --cloud {cloud}` lists its regions")
+
+
 @cli.command()
-@click.option("--cloud", type=click.Choice(KUBE_CLOUDS), required=True)
-@click.option("--region", required=True, help="e.g. us-east-1, eastus, us-central1")
+@click.option("--cloud", type=click.Choice(SWEPT_CLOUDS), required=True)
+@click.option("--region", required=True,
+              help="e.g. us-east-1, eastus, us-central1; cloud kubernetes: the kubeconfig context")
 @click.option("--cluster", help="Only this cluster's resources (default: every reclaunch cluster).")
 @click.option("--subscription", envvar="AZURE_SUBSCRIPTION_ID", help="Azure subscription id.")
 @click.option("--project", envvar="GOOGLE_CLOUD_PROJECT", help="GCP project id.")
@@ -180,6 +200,7 @@ def gc(cloud: str, region: str, cluster: str | None, subscription: str | None,
     when a Pulumi state is lost. Never touches untagged resources or other clusters'."""
     from reclaunch.providers import gc as sweep_gc
 
+    _gc_region(cloud, region)      # before any credential is asked for
     options = {k: v for k, v in (("subscription_id", subscription), ("project", project)) if v}
     # Progress on stdout as it goes (stderr stays one line per error, the CLI's contract).
     report = sweep_gc(cloud, region, cluster, delete=yes,

@@ -32,6 +32,9 @@ def run(cli: click.Group, argv: list[str] | None = None) -> None:
     except OSError:
         stdout_id = None
     try:
+        from reclaunch.cli.envpins import check
+
+        check()     # every RECLAUNCH_* pin, before any command reads one
         cli.main(args=argv, prog_name="reclaunch", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)

@@ -10,31 +10,52 @@ module only looks rows up and turns them into values a renderer merges into a po
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from reclaunch import clouds
 from reclaunch.errors import PlanError
 from reclaunch.fabric.generations import PROFILES
 from reclaunch.fabric.profiles import DATE, PCIE_GEN4, FabricProfile, Member
+from reclaunch.spec.facts import own_cluster
 
 __all__ = ["DATE", "PROFILES", "FabricProfile", "Member", "PodRequirements", "get_profile",
-           "profile_for", "nccl_env", "pod_requirements", "gke_networks", "FABRICS",
+           "profile_for", "nccl_env", "pod_requirements", "gke_networks", "profiles",
            "single_node", "ld_library_export", "topology_config_map"]
 
-FABRICS = ("efa", "infiniband", "tcpx", "tcpxo", "rdma", "ethernet")
 DEBUG_LEVELS = ("WARN", "INFO")
-_BY_NAME = {p.name: p for p in PROFILES}
+
+
+@lru_cache(maxsize=4)
+def _profiles(generation: int) -> tuple[FabricProfile, ...]:
+    # The built-in rows, then those a registered fabric names (FabricFacts.profiles).
+    extra: tuple[FabricProfile, ...] = ()
+    for fab in clouds.fabrics().values():
+        if fab.profiles:
+            module, _, attr = fab.profiles.partition(":")
+            extra += tuple(getattr(importlib.import_module(module), attr))
+    return PROFILES + extra
+
+
+def profiles() -> tuple[FabricProfile, ...]:
+    return _profiles(clouds.generation())
+
+
+def _by_name() -> dict[str, FabricProfile]:
+    return {p.name: p for p in profiles()}
 
 
 def get_profile(name: str) -> FabricProfile:
     """A table row by name (unresolved: no instance type, intra-node figure 0)."""
     try:
-        return _BY_NAME[name]
+        return _by_name()[name]
     except KeyError:
         raise PlanError(f"unknown fabric profile {name!r}",
-                        hint="one of " + ", ".join(_BY_NAME)) from None
+                        hint="one of " + ", ".join(_by_name())) from None
 
 
 def _match(cloud: str, instance_type: str,
@@ -42,8 +63,11 @@ def _match(cloud: str, instance_type: str,
     """The row whose member prefix is the longest match for this instance type."""
     best: tuple[int, FabricProfile, Member] | None = None
     it = instance_type.lower()
-    for p in PROFILES:
-        if cloud not in p.clouds or (fabric is not None and p.fabric != fabric):
+    for p in profiles():
+        # A cluster you bring runs the vendors' instances: their rows apply by instance type
+        # (the prefixes are unique across clouds); its offers say when the nodes lack the fabric.
+        mine = cloud in p.clouds or (own_cluster(cloud) and p.fabric != "gloo")
+        if not mine or (fabric is not None and p.fabric != fabric):
             continue
         for m in p.members:
             if it.startswith(m.prefix.lower()) and (best is None or len(m.prefix) > best[0]):
@@ -76,9 +100,9 @@ def profile_for(cloud: str, instance_type: str | None, inter_node: str = "auto",
     cpu = _match(cloud, instance_type, "gloo")
     if cpu is not None:   # a CPU target (cloud: local): gloo whatever inter_node says
         return _resolve(cpu[0], cpu[1], instance_type or "local")
-    if inter_node not in ("auto", *FABRICS):
+    if inter_node not in ("auto", *clouds.selectable_fabrics()):
         raise PlanError(f"unknown interconnect.inter_node {inter_node!r}",
-                        hint="one of auto, " + ", ".join(FABRICS))
+                        hint="one of auto, " + ", ".join(clouds.selectable_fabrics()))
     offer = catalog.instance(cloud, instance_type) if catalog is not None and instance_type else None
     natural = _match(cloud, instance_type)
     natural_fabric = offer.fabric if offer is not None else (natural[0].fabric if natural else None)
@@ -89,7 +113,7 @@ def profile_for(cloud: str, instance_type: str | None, inter_node: str = "auto",
 
     wanted = natural_fabric if inter_node == "auto" else inter_node
     if wanted in (None, "ethernet"):
-        eth = _BY_NAME["ethernet"]
+        eth = _by_name()["ethernet"]
         member = _match(cloud, instance_type, "ethernet")
         warning = None
         if natural_fabric not in (None, "ethernet"):

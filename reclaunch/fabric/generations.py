@@ -26,7 +26,7 @@ def _by_name(name: str) -> FabricProfile:
 PROFILES: tuple[FabricProfile, ...] = BASE + (
     # G6 with EFA (g6.8xlarge and up): one EFA device, no GPUDirect RDMA, like the other G parts.
     FabricProfile(
-        name="efa-g6", fabric="efa", clouds=("aws",),
+        name="efa-g6", fabric="efa",
         members=(Member("g6.", PCIE_GEN4, 1.5625, 1.25, _ro({"vpc.amazonaws.com/efa": 1})),),
         source=_EFA_SOURCE + "; EC2 accelerated computing specs (G6: EFA on g6.8xlarge+)", date=DATE,
         env=_ro({"NCCL_SOCKET_IFNAME": "^lo,docker"}),

@@ -54,8 +54,8 @@ class Member:
 @dataclass(frozen=True)
 class FabricProfile:
     name: str
+    # A fabric of the cloud facts (FabricFacts); serves every cloud declaring it (`clouds`).
     fabric: str                       # efa | infiniband | tcpx | tcpxo | rdma | ethernet | gloo
-    clouds: tuple[str, ...]
     members: tuple[Member, ...]
     source: str
     date: str
@@ -98,6 +98,13 @@ class FabricProfile:
     instance_type: str | None = None
     intra_node_busbw_gbs: float = 0.0
     warning: str | None = None
+
+    @property
+    def clouds(self) -> tuple[str, ...]:
+        """The targets that offer this profile's fabric (their facts say so)."""
+        from reclaunch import clouds
+
+        return clouds.clouds_with_fabric(self.fabric)
 
 
 def _host(name: str, path: str) -> Mapping[str, Any]:
@@ -177,7 +184,7 @@ def _gpu_nics(first: int, count: int, template: str, start: int = 1) -> tuple[tu
 
 PROFILES: tuple[FabricProfile, ...] = (
     FabricProfile(
-        name="efa-p4", fabric="efa", clouds=("aws",),
+        name="efa-p4", fabric="efa",
         members=(Member("p4d.", HGX_A100), Member("p4de.", HGX_A100)),
         source=_EFA_SOURCE, date=DATE, env=_ro(_EFA_ENV),
         resources=_ro({"vpc.amazonaws.com/efa": 4}), hugepages=_EFA_HUGEPAGES,
@@ -191,7 +198,7 @@ PROFILES: tuple[FabricProfile, ...] = (
               "host's 'en' prefix would not match); FI_PROVIDER, NCCL_PROTO, *_FORK_SAFE and "
               "NCCL_TOPO_FILE are obsolete or harmful and deliberately absent."),
     FabricProfile(
-        name="efa-p5", fabric="efa", clouds=("aws",),
+        name="efa-p5", fabric="efa",
         members=(Member("p5.", HGX_H100), Member("p5e.", HGX_H200)),
         source=_EFA_SOURCE, date=DATE,
         env=_ro(_EFA_ENV),
@@ -205,7 +212,7 @@ PROFILES: tuple[FabricProfile, ...] = (
               "measured 487.1 at 16 GiB. The OFI tuner (loaded by the plugin) is a no-op at "
               "<= 2 nodes."),
     FabricProfile(
-        name="efa-p5en", fabric="efa", clouds=("aws",),
+        name="efa-p5en", fabric="efa",
         members=(Member("p5en.", HGX_H200),),
         source=_EFA_SOURCE, date=DATE,
         env=_ro(_EFA_ENV),
@@ -217,7 +224,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         ld_library_path=_EFA_LIBS, gdr_fix=_EFA_GDR,
         notes="not measured: reuses p5's figures because the per-node link rate is the same."),
     FabricProfile(
-        name="efa-g", fabric="efa", clouds=("aws",),
+        name="efa-g", fabric="efa",
         # No GPUDirect RDMA: traffic bounces through host memory, so half the link rate.
         members=(Member("g5.12xlarge", PCIE_GEN4, 2.5, 2.0, _ro({"vpc.amazonaws.com/efa": 1})),
                  Member("g5.", PCIE_GEN4, 6.25, 5.0, _ro({"vpc.amazonaws.com/efa": 1})),
@@ -235,7 +242,7 @@ PROFILES: tuple[FabricProfile, ...] = (
               "bounce): 40 Gbps -> 2.5, 100 Gbps -> 6.25, 400 Gbps -> 25 GB/s. "
               "FI_EFA_USE_DEVICE_RDMA is left unset (no RDMA read on these parts)."),
     FabricProfile(
-        name="azure-ib-v4", fabric="infiniband", clouds=("azure",),
+        name="azure-ib-v4", fabric="infiniband",
         members=(Member("Standard_ND96asr_v4", HGX_A100),
                  Member("Standard_ND96amsr_A100_v4", HGX_A100)),
         source=_AZ_SOURCE, date=DATE,
@@ -249,7 +256,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         notes="8 x HDR 200 Gb. Azure does not set NCCL_IB_HCA. rdma/shared_ib: 1 replaces "
               "rdma/ib when the shared-device plugin is used (override the resource)."),
     FabricProfile(
-        name="azure-ib-v5", fabric="infiniband", clouds=("azure",),
+        name="azure-ib-v5", fabric="infiniband",
         members=(Member("Standard_ND96isr_H100_v5", HGX_H100),
                  Member("Standard_ND96isr_H200_v5", HGX_H200)),
         source=_AZ_SOURCE, date=DATE,
@@ -263,7 +270,7 @@ PROFILES: tuple[FabricProfile, ...] = (
               "NCCL 2.18.1 + relaxed ordering + LL128 can corrupt data on HGX H100: use NCCL "
               ">= 2.18.3 or set NCCL_PROTO=^LL128 in nccl.env."),
     FabricProfile(
-        name="gcp-tcpx", fabric="tcpx", clouds=("gcp",),
+        name="gcp-tcpx", fabric="tcpx",
         members=(Member("a3-highgpu-", HGX_H100),),
         source=_GKE_SOURCE.format("gpudirect-tcpx"), date=DATE,
         env=_ro({"NCCL_SOCKET_IFNAME": "eth0",
@@ -309,7 +316,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         notes="the measured figure is all_gather busbw, so the preflight runs all_gather. The training "
               "command must touch exit_file on exit so the non-native sidecar stops."),
     FabricProfile(
-        name="gcp-tcpxo", fabric="tcpxo", clouds=("gcp",),
+        name="gcp-tcpxo", fabric="tcpxo",
         members=(Member("a3-megagpu-", HGX_H100),),
         source=_GKE_SOURCE.format("gpudirect-tcpxo") + "; NVIDIA aicr GKE TCPXO guide", date=DATE,
         env=tcpxo.ENV,
@@ -340,7 +347,7 @@ PROFILES: tuple[FabricProfile, ...] = (
               "(one row, gpudirect.tcpxo in k8s/addons.yaml). env is env_script's exports "
               "(fabric/tcpxo.py cites the file); NCCL_NVLS_ENABLE is not among them."),
     FabricProfile(
-        name="gcp-rdma", fabric="rdma", clouds=("gcp",),
+        name="gcp-rdma", fabric="rdma",
         members=(Member("a3-ultragpu-", HGX_H200),),
         source=_GKE_SOURCE.format("gpudirect-rdma"), date=DATE,
         env=_ro({"NCCL_NET": "gIB", "NCCL_CROSS_NIC": "0", "NCCL_NET_GDR_LEVEL": "PIX",
@@ -368,7 +375,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         notes="not measured: inter-node derived as 0.8 x the 3200 Gbps link (400 GB/s). "
               "env_script is the vendor's authority; this env mirrors the values it sets."),
     FabricProfile(
-        name="ethernet", fabric="ethernet", clouds=("aws", "azure", "gcp"),
+        name="ethernet", fabric="ethernet",
         members=(Member("a2-", HGX_A100), Member("g2-", PCIE_GEN4),
                  Member("Standard_NC", PCIE_GEN4)),
         source="NVIDIA NCCL docs (env.html: NCCL_SOCKET_IFNAME); NVIDIA aicr GKE TCPXO guide",
@@ -383,7 +390,7 @@ PROFILES: tuple[FabricProfile, ...] = (
               "measured on a3-mega, far under these "
               "NICs' 80-100 Gbps; NCCL picks socket threads per NIC vendor, so none are set."),
     FabricProfile(
-        name="local-gloo", fabric="gloo", clouds=("local",), members=(Member("", 1.0),),
+        name="local-gloo", fabric="gloo", members=(Member("", 1.0),),
         source="PyTorch distributed docs (gloo backend, GLOO_SOCKET_IFNAME)", date=DATE,
         env=_ro({"GLOO_SOCKET_IFNAME": "eth0"}), shm_size="1Gi",
         transport=None, inter_node_busbw_gbs=1.0, busbw_threshold_gbs=0.0,

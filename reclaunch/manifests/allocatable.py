@@ -2,9 +2,9 @@
 
 Allocatable = capacity - kube/system reserved - hard eviction threshold - pre-allocated
 hugepages (the kubelet reports hugepages apart from memory; which pools pre-allocate them is
-the stack's NodePool.hugepages). Each cloud's reserve is data
-below, with its source and the month it was read; the evaluator is generic (tiers, points,
-per-pod) so no code branches on a cloud name. A managed node's reserve depends on its
+the stack's NodePool.hugepages). Each cloud's reserve is data in its facts
+(reclaunch/providers/<cloud>/facts.py), with its source and the month it was read; the
+evaluator is generic (tiers, points, per-pod) so no code branches on a cloud name. A managed node's reserve depends on its
 max-pods setting, which the stacks do not pin: we take the largest the cloud allows by
 default, which makes the reserve an upper bound and allocatable a floor (safe for a
 "does it fit" check).
@@ -21,51 +21,32 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from reclaunch import clouds
+
 DATE = "2026-11"
 MIB = 2**20
 GIB = 2**30
 
-RESERVES: Mapping[str, Mapping[str, Any]] = MappingProxyType({
-    "aws": MappingProxyType({
-        "source": "awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go "
-                  "(getCPUMillicoresToReserve; getMemoryMebibytesToReserve = 11*maxPods + 255 "
-                  "MiB; evictionHard memory.available<100Mi); max pods <= 110 under 30 vCPUs, "
-                  "<= 250 above (EKS managed node group default)",
-        # (up to this many cores, fraction of a core reserved per core in the band)
-        "cpu_tiers": ((1, Fraction(6, 100)), (2, Fraction(1, 100)), (4, Fraction(5, 1000)),
-                      (None, Fraction(25, 10000))),
-        "per_pod_mib": 11, "base_mib": 255, "max_pods": ((30, 110), (None, 250)),
-        "eviction_mib": 100,
-    }),
-    "azure": MappingProxyType({
-        "source": "learn.microsoft.com/azure/aks/node-resource-reservations (AKS >= 1.29: "
-                  "kube-reserved CPU table; memory min(20 MB x max pods + 50 MB, 25%); "
-                  "eviction memory.available<100Mi); max pods 250 (Azure CNI overlay default). "
-                  "CPU above 64 cores extends the table's last slope (10m per core).",
-        "cpu_points": ((1, 60), (2, 100), (4, 140), (8, 180), (16, 260), (32, 420), (64, 740)),
-        "per_pod_mib": 20, "base_mib": 50, "max_pods": ((None, 250),),
-        "memory_cap_fraction": Fraction(1, 4),
-        "eviction_mib": 100,
-    }),
-    "gcp": MappingProxyType({
-        "source": "cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes "
-                  "(CPU 6/1/0.5/0.25%; memory 25% of the first 4 GiB, 20% of the next 4, 10% "
-                  "of the next 8, 6% of the next 112, 2% above 128 GiB; eviction 100Mi)",
-        "cpu_tiers": ((1, Fraction(6, 100)), (2, Fraction(1, 100)), (4, Fraction(5, 1000)),
-                      (None, Fraction(25, 10000))),
-        "memory_tiers": ((4, Fraction(25, 100)), (8, Fraction(20, 100)), (16, Fraction(10, 100)),
-                         (128, Fraction(6, 100)), (None, Fraction(2, 100))),
-        "eviction_mib": 100,
-    }),
-})
+# Each cloud's reserve (its facts' `allocatable`, with source) and the shapes of the system-pool
+# machines its stack uses (`system_shapes`; GPU shapes come from the catalog).
+RESERVES: Mapping[str, Mapping[str, Any] | None] = clouds.PerCloud(lambda f: f.allocatable)
 
-# Shapes of the system-pool machines the stacks use (GPU shapes come from the catalog).
-# AWS EC2 instance types (m6i), Azure Dsv5 sizes, GCP E2 machine types; read 2026-11.
-SYSTEM_SHAPES: Mapping[str, tuple[int, float]] = MappingProxyType({
-    "m6i.large": (2, 8), "m6i.xlarge": (4, 16), "m6i.2xlarge": (8, 32),
-    "Standard_D2s_v5": (2, 8), "Standard_D4s_v5": (4, 16), "Standard_D8s_v5": (8, 32),
-    "e2-standard-2": (2, 8), "e2-standard-4": (4, 16), "e2-standard-8": (8, 32),
-})
+
+class _Shapes(Mapping[str, tuple[int, float]]):
+    def _all(self) -> dict[str, tuple[int, float]]:
+        return {k: v for f in clouds.all_facts() for k, v in f.system_shapes.items()}
+
+    def __getitem__(self, key: str) -> tuple[int, float]:
+        return self._all()[key]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+SYSTEM_SHAPES: Mapping[str, tuple[int, float]] = _Shapes()
 
 DAEMONSET_ALLOWANCE = MappingProxyType({"cpu": Fraction(1), "memory": Fraction(2 * GIB)})
 

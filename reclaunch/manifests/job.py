@@ -15,6 +15,7 @@ import math
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from reclaunch import clouds
 from reclaunch.manifests import rdzv
 from reclaunch.manifests.restarts import backoff_limit
 from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG as CLUSTER_LABEL, MANAGED_TAG as MANAGED_LABEL
@@ -28,13 +29,14 @@ MASTER_PORT = 23456                          # the training operator's default p
 # Kinds the stack provisions and binds as `<name>-data`; the rest are claimed here.
 from reclaunch.spec.facts import MOUNTED_STORAGE, STACK_PROVISIONED  # noqa: E402  (the one storage table)
 TTL_AFTER_FINISHED = 24 * 3600               # keep finished pods' logs for a day
-# Taints managed node pools put on spot capacity; tolerating an absent taint is harmless,
-# so one list serves every cloud (no cloud-name branching here).
-SPOT_TOLERATIONS = (
-    {"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal", "value": "spot",
-     "effect": "NoSchedule"},
-    {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
-)
+
+
+def spot_tolerations() -> tuple[dict, ...]:
+    """Taints managed node pools put on spot capacity (each cloud's facts, spot_tolerations);
+    tolerating an absent taint is harmless, so one list serves every cloud."""
+    return tuple(dict(t) for f in clouds.all_facts() for t in f.spot_tolerations)
+
+
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 GRACE_SECONDS = 120          # AWS gives 2 minutes' notice of a spot reclaim: use it to checkpoint
 # torchrun SIGKILLs its workers 30 s after forwarding SIGTERM unless told otherwise
@@ -110,6 +112,11 @@ def fabric_profile(plan: "Plan"):
         prof = profile_for(plan.cloud, plan.instance_type, plan.spec.interconnect.inter_node)
     else:
         prof = get_profile(plan.fabric)
+    # Existing GKE nodes (cloud: kubernetes) are attached to the cluster's own Networks.
+    own = getattr(plan.offer, "gke_interfaces", ())
+    if own and prof.gke_interfaces:
+        from dataclasses import replace
+        prof = replace(prof, gke_interfaces=tuple(own))
     return prof if multi_node(plan) else single_node(prof)
 
 
@@ -281,13 +288,14 @@ def _placement(plan: "Plan") -> tuple[dict[str, str], list[dict[str, Any]]]:
     from reclaunch.manifests.stackfacts import job_placement
 
     extra = job_placement(plan)
-    node_selector = {CLUSTER_LABEL: plan.name}
-    if plan.instance_type:
+    own = bool(extra.get("own_nodes"))   # existing nodes: selected by their own labels only
+    node_selector = {} if own else {CLUSTER_LABEL: plan.name}
+    if plan.instance_type and not own:
         node_selector["node.kubernetes.io/instance-type"] = plan.instance_type
     node_selector.update(extra["node_selector"])
     tolerations = [dict(GPU_TOLERATION)]
     if plan.spot:
-        tolerations.extend(dict(t) for t in SPOT_TOLERATIONS)
+        tolerations.extend(spot_tolerations())
     tolerations += [t for t in extra["tolerations"] if t not in tolerations]
     return node_selector, tolerations
 

@@ -22,12 +22,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 
-def launch_objects(plan: "Plan") -> dict[str, list[dict[str, Any]]]:
-    """{role: objects} of everything `up` may apply for this plan."""
+def launch_objects(plan: "Plan", launch: Any = None) -> dict[str, list[dict[str, Any]]]:
+    """{role: objects} of everything `up` may apply for this plan (`launch`: the plan's
+    manifests.launch.Launch when the caller has rendered it already)."""
     from reclaunch.manifests.job import preflight_job, render
     from reclaunch.manifests.rdzv import ROLE as RDZV
 
-    objs = render(plan)
+    objs = launch.all() if launch is not None else render(plan)
     out: dict[str, list[dict[str, Any]]] = {
         "training": [o for o in objs if o["kind"] == "PyTorchJob"],
         RDZV: [o for o in objs if o["kind"] == "Deployment"],
@@ -76,20 +77,20 @@ def pool_capacity(plan: "Plan", pool: Any, catalog: Any = None) -> dict[str, Fra
 
 
 def schedule(plan: "Plan", pools: Sequence[Any], addons: Sequence[dict[str, Any]],
-             catalog: Any = None) -> list[dict[str, Any]]:
-    pods = [p for role, objs in launch_objects(plan).items() for p in pods_of(objs, role)]
+             catalog: Any = None, launch: Any = None) -> list[dict[str, Any]]:
+    pods = [p for role, objs in launch_objects(plan, launch).items() for p in pods_of(objs, role)]
     capacity = {pool.name: pool_capacity(plan, pool, catalog) for pool in pools}
     return check(pods, pools, addons, capacity)
 
 
-def for_plan(plan: "Plan", catalog: Any = None) -> list[dict[str, Any]]:
+def for_plan(plan: "Plan", catalog: Any = None, launch: Any = None) -> list[dict[str, Any]]:
     """The check against the plan's own stack (stacks.<cloud>.node_pools and the add-on facts
     of k8s/addons.yaml). A target without a stack has no pools: nothing to check, []."""
     from reclaunch.manifests.stackfacts import addon_facts, node_pools, stack_package
 
     if stack_package(plan.cloud) is None:
         return []
-    return schedule(plan, node_pools(plan), addon_facts(plan), catalog)
+    return schedule(plan, node_pools(plan), addon_facts(plan), catalog, launch)
 
 
 def refusal(rows: Sequence[dict[str, Any]]) -> str | None:

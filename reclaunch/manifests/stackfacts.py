@@ -27,7 +27,12 @@ def stack_package(cloud: str) -> ModuleType | None:
 
 
 def job_placement(plan: "Plan") -> dict[str, Any]:
-    """{node_selector, tolerations} a job pod adds on this cloud to reach the GPU pools."""
+    """{node_selector, tolerations} a job pod adds on this cloud to reach the GPU pools. An
+    offer of existing nodes (cloud: kubernetes) places itself: its node group's labels and
+    the spec's tolerations, with `own_nodes` set (no stack labels its nodes for us)."""
+    own = getattr(plan.offer, "placement", None)
+    if callable(own):
+        return own(plan)
     return stacks.job_placement(plan)
 
 

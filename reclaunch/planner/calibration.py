@@ -99,5 +99,5 @@ def describe(cal: HostCalibration, f: Fit) -> str:
     ident = cal.identity
     return (f"calibrated on this host {cal.measured_at[:10]} ({ident.get('cpu_model', '?')}, "
             f"{ident.get('cores', '?')} cores, torch {ident.get('torch', '?')}): step = "
-            f"{f.a * 1e3:.2f} ms + {f.b:.2f} x model, {len(cal.points)} reference runs, "
-            f"worst fit {worst:.0%}")
+            f"{f.a * 1e3:.2f} ms + {f.b:.2f} x model, {len(cal.points)} reference batch sizes "
+            f"(median of repeated runs), worst fit {worst:.0%}")

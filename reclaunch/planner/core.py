@@ -10,7 +10,7 @@ from reclaunch.planner.constants import constants, dtype_bytes
 from reclaunch.planner.evidence import gather
 from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
-from reclaunch.planner.perf import Hardware, dense_seconds, step_overhead_seconds, step_time
+from reclaunch.planner.perf import Hardware, dense_seconds, overlap_warning, step_overhead_seconds, step_time
 from reclaunch.planner.shard_plan import plan_sharding
 
 
@@ -163,6 +163,8 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     cost = costmod.job_cost(spec, offer, nodes, train_h, warnings,
                             startup=(evi.startup.billed_seconds / 3600.0, evi.startup.seconds / 3600.0))
     workers = _workers(spec, offer, gpn, warnings)
+    if (w := overlap_warning(spec)) is not None:
+        warnings.append(w)
     if offer is not None and offer.ram_gib < c["checks"]["host_ram_min_x_gpu_memory"] * offer.gpu_memory_gib:
         warnings.append(f"host RAM {offer.ram_gib:g} GiB is below {c['checks']['host_ram_min_x_gpu_memory']}x "
                         f"GPU memory ({offer.gpu_memory_gib:g} GiB): dataloaders may swap")
@@ -179,6 +181,7 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
         "step_overhead_seconds": step_overhead_seconds(hw.device),
         "kernel_launch_seconds": c["perf"]["kernel_launch_seconds"][spec.job.execution],
         "execution": spec.job.execution, "gradient_dtype": spec.job.gradient_dtype,
+        "embedding_overlap": spec.job.embedding_overlap,
         "intra_node_busbw_gbs": hw.intra_gbs, "inter_node_busbw_gbs": hw.inter_gbs,
         "alltoall_efficiency": {"intra": c["perf"]["alltoall_efficiency_intra"],
                                 "inter": c["perf"]["alltoall_efficiency_inter"]},

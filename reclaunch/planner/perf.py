@@ -9,6 +9,7 @@ fitted to data/calibration.yaml by reclaunch/planner/fit.py):
     GEMMs      per layer max(2mkn/(peak x gemm_efficiency), bytes moved / HBM), x3 for backward
     elementwise  activations x passes / HBM (bias, activation, their gradients)
     all-reduce   alpha(world) + ring bytes (gradient dtype) / busbw, hierarchical across nodes
+    overlap      job.embedding_overlap: full = max(embeddings + all-to-all, dense), else their sum
     input        samples/s <= host vCPUs x input_gbs_per_vcpu / bytes per sample
 """
 
@@ -136,6 +137,29 @@ def input_ceiling(spec, hw: Hardware, nodes: int) -> float | None:
     return nodes * hw.host_vcpus * _p()["input_gbs_per_vcpu"] * 1e9 / per_sample
 
 
+def embedding_path(emb_s: float, a2a_s: float, dense_s: float, overlap: str) -> tuple[float, float]:
+    """(seconds of embeddings + all-to-all + dense compute on the critical path, the all-to-all
+    part of them). input: one after the other. full: the lookups and their all-to-all on their
+    own streams beside the dense compute (HugeCTR train_intra/inter_iteration_overlap), so the
+    longer of the two paths counts: an ideal overlap (they share the GPU; the fit carries the rest)."""
+    if overlap != "full":
+        return emb_s + a2a_s + dense_s, a2a_s
+    sparse = emb_s + a2a_s
+    return max(sparse, dense_s), min(a2a_s, max(0.0, sparse - dense_s))
+
+
+def overlap_warning(spec) -> str | None:
+    """embedding_overlap: full describes the user's own stack; the reference trainer runs
+    TorchRec's TrainPipelineSparseDist (input), so a plan for it would be optimistic."""
+    if spec.job.embedding_overlap != "full":
+        return None
+    if not any(str(w).replace("\\", "/").endswith("trainer/train.py") for w in spec.job.command):
+        return None
+    return (f"job.embedding_overlap: full ({spec.where('job', 'embedding_overlap')}), but the reference trainer "
+            "(examples/trainer/train.py) overlaps only the input all-to-all: the step is modelled "
+            "shorter than it will run")
+
+
 def step_time(spec, hw: Hardware, ev, dense_s: float, dense_ar_bytes: float, nodes: int,
               gpus_per_node: int):
     """(StepTime, Comm, samples/s for the cluster) of the sharding evaluation `ev`
@@ -146,8 +170,9 @@ def step_time(spec, hw: Hardware, ev, dense_s: float, dense_ar_bytes: float, nod
     crit = ev.critical
     emb_s, a2a_s = ev.comp[crit], ev.comm[crit] + ev.latency_s
     ar_s = ev.ar_s
-    exposed = ev.exposed_ar_s + a2a_s
-    total = emb_s + dense_s + exposed + step_overhead_seconds(hw.device)
+    path, a2a_exposed = embedding_path(emb_s, a2a_s, dense_s, job.embedding_overlap)
+    exposed = ev.exposed_ar_s + a2a_exposed
+    total = path + ev.exposed_ar_s + step_overhead_seconds(hw.device)
     ceiling = input_ceiling(spec, hw, nodes)
     if ceiling is not None:
         total = max(total, world * job.batch_size / ceiling)

@@ -86,6 +86,7 @@ def spec_for(row: Row, catalog):
         "job": {"image": "x", "command": ["x"], "batch_size": int(r["batch_per_gpu"]),
                 "precision": r["precision"], "optimizer": r["optimizer"],
                 "execution": r["execution"], "gradient_dtype": r["gradient_dtype"],
+                "embedding_overlap": r.get("embedding_overlap", "input"),
                 "dataset": {"samples": 1e9}},
         "model": model})
 

@@ -43,17 +43,20 @@ class Comparison:
                 "on_demand_total_usd": p.cost.on_demand_total_usd,
                 "spot_total_usd": p.cost.spot_total_usd, "spot_p90_usd": p.cost.spot_p90_usd,
                 "usd": self.usd, "basis": self.basis, "price_as_of": p.cost.price_as_of,
+                "throughput_basis": p.throughput_basis,
                 "warnings": list(p.warnings)}
 
 
 def compare(spec, catalog=None, same_cloud: bool = False,
-            regions: list[str] | tuple[str, ...] | None = None) -> list[Comparison]:
+            regions: list[str] | tuple[str, ...] | None = None, *, context=None) -> list[Comparison]:
     """Rows ranked by whole-job cost (fitting and priced first; unpriced last as "no price").
 
     Each offer is sized to at least the spec's GPU count (rounded up to whole nodes) or the
     GPUs the model needs; when the model fits on fewer nodes, that row is listed too, because
     recsys scaling is poor and fewer, bigger GPUs are often cheaper for the whole job.
-    Every region of every offer is ranked; `regions` keeps only those regions."""
+    Every region of every offer is ranked; `regions` keeps only those regions. `context`
+    (planner.measured.PlanContext) as for make_plan: a row whose job shape was measured is
+    priced at the measured rate, as `plan` prices it."""
     from reclaunch.catalog import load_catalog
     from reclaunch.planner.core import make_plan
 
@@ -69,16 +72,16 @@ def compare(spec, catalog=None, same_cloud: bool = False,
             continue
         # A spec without gpus_per_node asks for no GPU count: start every size at spec.nodes.
         n_spec = spec.nodes if any_size(spec) else max(1, math.ceil(want_gpus / offer.gpu_count))
-        plan = make_plan(spec, cat, offer=offer, nodes=n_spec)
+        plan = make_plan(spec, cat, offer=offer, nodes=n_spec, context=context)
         need = plan.memory.gpus_needed
         if not plan.memory.fits and need:
             n_fit = max(n_spec, math.ceil(need / offer.gpu_count))
             if n_fit != n_spec:
-                plan = make_plan(spec, cat, offer=offer, nodes=n_fit)
+                plan = make_plan(spec, cat, offer=offer, nodes=n_fit, context=context)
         rows.append(Comparison(plan, headline_usd(plan.cost, spot), basis, "spec"))
         n_min = max(1, math.ceil(need / offer.gpu_count)) if need else n_spec
         if n_min < plan.nodes:
-            small = make_plan(spec, cat, offer=offer, nodes=n_min)
+            small = make_plan(spec, cat, offer=offer, nodes=n_min, context=context)
             if small.memory.fits:
                 rows.append(Comparison(small, headline_usd(small.cost, spot), basis, "fewest"))
     # On a price tie (AWS charges the same in us-east-1/2 and us-west-2) the spec's region first.

@@ -36,6 +36,7 @@ class Ctx:
     batch: int                     # per rank
     emb_bytes: int                 # bytes per embedding element (table dtype)
     out_bytes: int                 # bytes per pooled output / gradient element on the wire
+    grad_bytes: int                # bytes per all-reduced gradient element (job.gradient_dtype)
     opt_mult: float                # optimizer state / weights (row-wise Adagrad: 1/dim, per table)
     rowwise_opt: bool
     hbm_gbs: float                 # fused-kernel gather bandwidth, GB/s
@@ -138,11 +139,14 @@ def options(ctx: Ctx, index: int, rows: int, dim: int, pooling: float, sequence:
         dense_bw = ctx.hbm_gbs * sc["dense_kernel_bandwidth_fraction"]
         comp = _lookup_s(ctx, B * pooling, B * outs_per_sample, dim, dim * ctx.emb_bytes, dense_bw)
         io = B * pooling * INDEX_BYTES + B * outs_per_sample * dim * ctx.out_bytes
+        # A replicated table's gradient joins the dense all-reduce, in the gradient dtype the
+        # stack sends (Horovod --compress / DDP fp16 hooks), never wider than the table itself.
+        wire = float(rows) * dim * min(ctx.emb_bytes, ctx.grad_bytes)
         # The dense optimizer sweeps the whole table every step, on every rank.
         opt_s = (weights * sc["data_parallel_optimizer_factor"]
                  / (ctx.stream_gbs * sc["dense_kernel_bandwidth_fraction"] * GB))
         out.append(Option(index, "data_parallel", W, "all", comp, 0.0,
-                          weights * 2 + state + io, 0.0, weights if W > 1 else 0.0, opt_s,
+                          weights * 2 + state + io, 0.0, wire if W > 1 else 0.0, opt_s,
                           parts=(weights, state, weights, io)))
     if W == 1:
         kinds = tuple(k for k in kinds if k in ("data_parallel", "table_wise"))

@@ -28,6 +28,7 @@ def _ctx(spec, hw: Hardware, budget: float, nodes: int, gpn: int) -> Ctx:
     mult = c["memory"]["optimizer_state_multiplier"][job.optimizer]
     return Ctx(world=nodes * gpn, gpus_per_node=gpn, batch=job.batch_size,
                emb_bytes=dtype_bytes(m.embedding_dtype), out_bytes=dtype_bytes(job.precision),
+               grad_bytes=dtype_bytes(job.gradient_dtype),
                opt_mult=0.0 if mult == "per_row" else float(mult), rowwise_opt=mult == "per_row",
                hbm_gbs=hw.hbm_gbs, stream_gbs=hw.stream, intra_gbs=hw.intra_gbs,
                inter_gbs=hw.inter_gbs, a2a_eff_intra=c["perf"]["alltoall_efficiency_intra"],
@@ -67,7 +68,8 @@ def _contexts(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: 
                  overlap=c["perf"]["allreduce_overlap_with_dense_backward"],
                  overhead_s=step_overhead_seconds(hw.device),
                  grad_accum=spec.job.grad_accumulation,
-                 latency_s=collective_latency_seconds(hw.device, nodes * gpn, nodes))
+                 latency_s=collective_latency_seconds(hw.device, nodes * gpn, nodes),
+                 overlap_embedding=spec.job.embedding_overlap == "full")
     return ctx, sc
 
 

@@ -39,6 +39,13 @@ class StepCtx:
     overhead_s: float
     grad_accum: int
     latency_s: float              # per collective
+    overlap_embedding: bool = False   # job.embedding_overlap: full (planner/perf.py embedding_path)
+
+    def step(self, sparse_s: float, exposed_ar_s: float, latency_s: float) -> float:
+        """Step seconds for the critical rank's embedding work + all-to-all `sparse_s`."""
+        path = sparse_s + latency_s
+        path = max(path, self.dense_s) if self.overlap_embedding else path + self.dense_s
+        return path + exposed_ar_s + self.overhead_s
 
 
 @dataclass(frozen=True)
@@ -180,7 +187,7 @@ def evaluate(ctx: Ctx, sc: StepCtx, opts: list[Option],
     crit = loads.index(max(loads))
     ar, exposed = _allreduce(ctx, sc, dp_bytes)
     lat = _latency(ctx, sc, kinds)
-    total = comp[crit] + comm[crit] + sc.dense_s + exposed + sc.overhead_s + lat
+    total = sc.step(comp[crit] + comm[crit], exposed, lat)
     rank_lists = [ranks.get(o.table, list(range(W)) if o.scope == "all" else [])
                   for o in opts]
     return Eval(over, total, comp, comm, mem, rank_lists, crit, ar, exposed, lat, dp_bytes,
@@ -240,7 +247,7 @@ def quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Optio
         if o.kind != "data_parallel":
             kinds[o.kind] = kinds.get(o.kind, 0) + d
     load = max(c + (x if x > recv_s else recv_s) for c, x in zip(comp, send))
-    return load + sc.dense_s + exposed + sc.overhead_s + _latency(ctx, sc, kinds)
+    return sc.step(load, exposed, _latency(ctx, sc, kinds))
 
 
 def kinds_for(ctx: Ctx, t: TableIn) -> tuple[str, ...]:

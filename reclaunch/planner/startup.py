@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
+
+from reclaunch.planner.constants import data_text
 
 
 @lru_cache(maxsize=1)
 def startup_data() -> dict[str, Any]:
     import yaml
 
-    text = resources.files(__package__).joinpath("data", "startup.yaml").read_text()
+    text = data_text("startup.yaml")
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 

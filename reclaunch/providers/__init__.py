@@ -1,4 +1,4 @@
-"""Targets. The only place that knows cloud names: everything above picks by `get(cloud)`.
+"""Targets: everything above picks by `get(cloud)`; no module here lists cloud names.
 
 A provider module implements `Provider` (below). Cloud providers share the Kubernetes path
 (Pulumi stack + PyTorchJob) from `reclaunch.runtime.lifecycle`; `local` runs torchrun on this machine.
@@ -8,43 +8,42 @@ Each module is imported lazily so one cloud's SDK never loads for another.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, runtime_checkable
 
+from reclaunch import clouds
 from reclaunch.errors import UsageError
+from reclaunch.providers.options import UpOptions  # noqa: F401  (part of the Provider API)
 from reclaunch.runtime.states import JobStatus  # noqa: F401  (part of the Provider API)
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 
-# The one registry of targets. Everything else about a cloud (credentials, error table, stack
-# program, sweeper, price fetcher, pip extra) is declared once, in its package's CloudSpec.
-# The second field is the kind of target: "kube" (a Pulumi stack + PyTorchJob) or "here".
-REGISTRY: dict[str, tuple[str, str]] = {
-    "aws": ("reclaunch.providers.aws", "kube"),
-    "azure": ("reclaunch.providers.azure", "kube"),
-    "gcp": ("reclaunch.providers.gcp", "kube"),
-    "local": ("reclaunch.providers.local", "here"),
-}
-# Clouds with a stack, prices and a sweeper (CLI choices; no package is imported for this).
-KUBE_CLOUDS: tuple[str, ...] = tuple(c for c, (_, kind) in REGISTRY.items() if kind == "kube")
+# The targets, from the one registry (reclaunch/clouds.py; each cloud's facts are its
+# package's facts.py): {cloud: (provider module, kind)}, kind "kube" (a Pulumi stack +
+# PyTorchJob), "own" (a cluster the team already has: its nodes are the offers, no stack) or
+# "here". Read live, so a cloud registered through RECLAUNCH_CLOUDS is known.
+REGISTRY = clouds.PerCloud(lambda f: (f.provider, f.kind))
+# Clouds with a stack, prices and a sweeper (CLI choices, fixed at import; no provider
+# package is imported for this). What the provider does is declared in its package's CloudSpec.
+KUBE_CLOUDS: tuple[str, ...] = clouds.kube_names()
+# Targets `gc` can sweep: the clouds, and clusters you bring (their region is a kube context).
+OWN_CLUSTERS: tuple[str, ...] = tuple(c for c, (_, kind) in REGISTRY.items() if kind == "own")
+SWEPT_CLOUDS: tuple[str, ...] = KUBE_CLOUDS + OWN_CLUSTERS
 
 
 class Provider(Protocol):
-    """What every target implements. Options are explicit keywords: a misspelt one is a
-    TypeError at the call, never silently swallowed."""
+    """What every target implements. `up`'s options are one typed UpOptions (a misspelt field
+    is a TypeError where it is built, never silently swallowed)."""
 
     name: str
 
     def check_ready(self, plan: "Plan | None") -> None:
         """Raise ProviderError (one line, with the fix) if credentials/CLI/tools are missing."""
 
-    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
-           preflight: bool = False, detach: bool = False, backend: str | None = None,
-           spec_path: str | None = None, fresh: bool = False,
-           on_started: "Callable[[], None] | None" = None) -> JobStatus:
-        """Provision (idempotently) and start the job; with watch, follow it to the end.
-        on_started: called once the job runs (the CLI releases the name's lock there)."""
+    def up(self, plan: "Plan", options: UpOptions = UpOptions()) -> JobStatus:
+        """Provision (idempotently) and start the job; unless options.detach, follow it to the
+        end. options.on_started: called once the job runs (the CLI releases the name's lock)."""
 
     def holds(self, name: str) -> tuple[str, str | None, str] | None:
         """(cloud, region, description) when this target holds a live cluster `name`."""
@@ -87,7 +86,7 @@ class Preemptible(Protocol):
                 replace_after: float = 5.0) -> dict[str, Any]: ...
 
 
-def _package(cloud: str, kinds: tuple[str, ...] = ("kube", "here")):
+def _package(cloud: str, kinds: tuple[str, ...] = ("kube", "own", "here")):
     try:
         module, kind = REGISTRY[cloud]
     except KeyError:
@@ -100,7 +99,23 @@ def _package(cloud: str, kinds: tuple[str, ...] = ("kube", "here")):
 
 
 def get(cloud: str) -> Provider:
-    return _package(cloud).provider()
+    return _package(cloud, ("kube", "own", "here")).provider()
+
+
+def planning_catalog(spec, catalog):
+    """The catalog `plan` plans `spec` on: `catalog` itself, or for a cluster you bring the
+    offers its nodes make (read through its API by the provider package; the planner stays pure)."""
+    if REGISTRY.get(spec.cloud, ("", ""))[1] != "own":
+        return catalog
+    return _package(spec.cloud, ("own",)).planning_catalog(spec, catalog)
+
+
+def schedule_for(plan: "Plan", catalog=None) -> list[dict[str, Any]]:
+    """Every pod of the launch and where it lands: the stack's pools, or a cluster's own nodes."""
+    if REGISTRY.get(plan.cloud, ("", ""))[1] == "own":
+        return _package(plan.cloud, ("own",)).schedule(plan)
+    from reclaunch.manifests.placement import for_plan
+    return for_plan(plan, catalog)
 
 
 def cloud_spec(cloud: str):
@@ -125,16 +140,16 @@ class _Fetchers(dict):
         super().__init__()
 
     def __contains__(self, cloud: object) -> bool:
-        return cloud in KUBE_CLOUDS
+        return cloud in clouds.kube_names()
 
     def get(self, cloud, default=None):  # type: ignore[override]
-        return price_fetcher(cloud) if cloud in KUBE_CLOUDS else default
+        return price_fetcher(cloud) if cloud in clouds.kube_names() else default
 
     def __getitem__(self, cloud):
         return price_fetcher(cloud)
 
     def keys(self):  # type: ignore[override]
-        return list(KUBE_CLOUDS)
+        return list(clouds.kube_names())
 
 
 def price_fetchers() -> dict:
@@ -144,6 +159,9 @@ def price_fetchers() -> dict:
 def sweeper_for(cloud: str, region: str, **options: Any):
     """The cloud's tag sweeper (gc, teardown verification) for one region."""
     import re
+
+    if cloud in OWN_CLUSTERS:   # a cluster you bring: `region` is the kubeconfig context
+        return _package(cloud, ("own",)).sweeper(region, **options)
 
     # Region names are [a-z0-9-] on every cloud ("East US" is Azure's display name of eastus).
     # Anything else would reach the SDKs as a malformed endpoint host.
@@ -172,9 +190,11 @@ def stack_program(cloud: str):
 def preview_plan(plan: "Plan") -> list[dict[str, Any]]:
     """`reclaunch preview`: the cloud's stack program under Pulumi mocks."""
     from reclaunch.runtime.preview import preview
+    if REGISTRY.get(plan.cloud, ("", ""))[1] == "own":
+        return []   # a cluster you bring: nothing is created but the launch (schedule_for)
     if REGISTRY.get(plan.cloud, ("", ""))[1] != "kube":
         raise UsageError(f"cloud: {plan.cloud} creates no cloud resources, so there is nothing "
-                         f"to preview", hint=f"preview works for {', '.join(KUBE_CLOUDS)}; "
+                         f"to preview", hint=f"preview works for {', '.join(clouds.kube_names())}; "
                          "`reclaunch plan` and `reclaunch render` work for every cloud")
     spec = cloud_spec(plan.cloud)
     return preview(plan, program=stack_program(plan.cloud), extra=spec.pip_extra)

@@ -141,6 +141,9 @@ def aws_quota(plan, client=None) -> Check:
 def quota(plan, aws_client=None) -> Check:
     if plan.spec.runs_here:
         return Check("quota", True, "cloud: local needs no quota")
+    from reclaunch.providers import OWN_CLUSTERS
+    if plan.cloud in OWN_CLUSTERS:
+        return Check("quota", True, f"a cluster you bring: the nodes `plan` read in {plan.region}")
     if plan.cloud == "aws":
         return aws_quota(plan, aws_client)
     return Check("quota", None, f"cannot tell: {plan.cloud} has no quota API reclaunch reads",
@@ -150,7 +153,9 @@ def quota(plan, aws_client=None) -> Check:
 def run_checks(plan=None, *, which=shutil.which, find_spec=importlib.util.find_spec,
                environ=os.environ, aws_client=None) -> list[Check]:
     cloud = plan.cloud if plan is not None else None
-    local = plan is not None and plan.spec.runs_here
+    from reclaunch.providers import OWN_CLUSTERS
+    own = plan is not None and plan.cloud in OWN_CLUSTERS   # no stack: no Pulumi, no cloud login
+    local = plan is not None and (plan.spec.runs_here or own)
     pulumi = which("pulumi")
     out = [Check("pulumi", bool(pulumi), pulumi or "the Pulumi CLI is not on PATH",
                  None if pulumi else "https://www.pulumi.com/docs/install/",
@@ -163,6 +168,9 @@ def run_checks(plan=None, *, which=shutil.which, find_spec=importlib.util.find_s
         out.append(Check(got.topic, got.ok, got.detail, got.fix, needed=cloud == c))
     if plan is not None:
         out.append(quota(plan, aws_client))
+        if own:
+            from reclaunch.providers.kubernetes.connect import operator_check
+            out.append(operator_check(plan, Check))
         if not local:
             from reclaunch.providers.kubecloud import _prerequisites
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.runtime.lifecycle import Env
     from reclaunch.planner.model import Plan
     from reclaunch.providers import JobStatus
+    from reclaunch.providers.options import UpOptions
 
 # Capacity kinds and what the fallback policy may do about them.
 CAPACITY = "capacity"            # this zone has none: another zone, then on-demand
@@ -51,6 +52,9 @@ class CloudSpec:
     # "module:function" answering the cloud's supported Kubernetes versions for the plan's
     # region (providers/<cloud>/versions.py); asked once per `up` (providers/versions.py).
     kube_versions: str = ""
+    # "module:function" giving the "needs a person" list at `up`, when the cloud must be asked
+    # for part of it (Azure: encryption at host); "" = the pure stacks.<cloud> list.
+    prerequisites: str = ""
 
 
 def classify(errors: list[tuple[str, str]], text: str) -> str | None:
@@ -103,7 +107,7 @@ class KubeCloudProvider:
             fallback=fallback,
             stop_hint=lambda kind: self.cloud.quota_fix if kind in (QUOTA, SPOT_QUOTA)
             else self.cloud.capacity_fix,
-            verify=self.verify, prerequisites=_prerequisites)
+            verify=self.verify, prerequisites=self._prerequisites)
         kw.update(self.env_overrides)
         if "infra" not in kw:
             from reclaunch.runtime.infra import PulumiInfra
@@ -130,6 +134,14 @@ class KubeCloudProvider:
         offered = getattr(importlib.import_module(mod), fn)
         return resolve(plan, offered, where=f"{self.cloud.name} in {plan.region}")
 
+    def _prerequisites(self, plan: "Plan") -> list[str]:
+        if not self.cloud.prerequisites:
+            return _prerequisites(plan)
+        import importlib
+
+        mod, _, fn = self.cloud.prerequisites.partition(":")
+        return getattr(importlib.import_module(mod), fn)(plan)
+
     def _program(self, plan: "Plan") -> Callable[[], None]:
         from reclaunch.providers import stack_program
         fn = stack_program(self.cloud.name)
@@ -149,25 +161,26 @@ class KubeCloudProvider:
         return [o.label for o in left]
 
     # ---- the Provider protocol -----------------------------------------------------------
-    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
-           preflight: bool = False, detach: bool = False, backend: str | None = None,
-           spec_path: str | None = None, fresh: bool = False,
-           on_started: Callable[[], None] | None = None) -> "JobStatus":
+    def up(self, plan: "Plan", options: "UpOptions | None" = None) -> "JobStatus":
+        from reclaunch.providers.options import UpOptions
         from reclaunch.runtime import lifecycle
+        o = options or UpOptions()
         self.check_ready(plan)
-        env = self.env(backend)
-        text = open(spec_path).read() if spec_path and os.path.exists(spec_path) else None
+        env = self.env(o.backend)
+        text = open(o.spec_path).read() if o.spec_path and os.path.exists(o.spec_path) else None
         from reclaunch.runtime.backend import redact   # the journal never holds credentials
-        rec = lifecycle.record_for(plan, backend=redact(backend), spec_path=spec_path, spec_text=text)
-        started = on_started or (lambda *_: None)   # e.g. releases the name's lock
+        # What the journal record says besides the plan; lifecycle.up builds it from the one
+        # launch it renders.
+        about = {"backend": redact(o.backend), "spec_path": o.spec_path, "spec_text": text}
 
         def after(r: "ClusterRecord") -> None:
-            if detach and not watch:
+            if o.detach:
                 from reclaunch.providers.watcher import spawn_watcher
-                spawn_watcher(r.name, backend)
-            started(r)
-        return lifecycle.up(plan, env, yes=yes, force=force, preflight=preflight,
-                            watch=watch and not detach, record=rec, after_start=after)
+                spawn_watcher(r.name, o.backend)
+            if o.on_started:   # e.g. releases the name's lock
+                o.on_started()
+        return lifecycle.up(plan, env, yes=o.yes, force=o.force, preflight=o.preflight,
+                            watch=o.watch, record=about, after_start=after)
 
     # ---- name claims (claims.py) ----------------------------------------------------------
     def holds(self, name: str) -> tuple[str, str | None, str] | None:

@@ -28,7 +28,9 @@ def provider_for(name: str):
 
 def _check_name(name: str) -> None:
     import re
-    if not re.fullmatch(r"[a-z0-9-]{1,40}", name or ""):   # spec.Spec.name; never a path
+
+    from reclaunch.clouds import CLUSTER_NAME
+    if not re.fullmatch(CLUSTER_NAME, name or ""):   # the spec's rule; never a path
         raise UsageError(f"{name!r} is not a cluster name (1..40 characters of a-z, 0-9 and '-')",
                          hint="`reclaunch status` lists known clusters")
 
@@ -47,6 +49,7 @@ def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool
     from reclaunch.planner import make_plan
     from reclaunch.providers import get
     from reclaunch.providers.claims import refuse_taken_name
+    from reclaunch.providers.options import UpOptions
     from reclaunch.runtime.backend import check_backend
     from reclaunch.runtime.locks import cluster_lock
     from reclaunch.spec import load_spec
@@ -54,16 +57,18 @@ def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool
     catalog = load_catalog()   # once: validation and planning read the same prices
     from reclaunch.runtime.measurements import plan_context
     spec = load_spec(path, catalog)   # priced as `plan` prices it: measured runs, this host
+    from reclaunch.providers import planning_catalog
+    catalog = planning_catalog(spec, catalog)   # cloud: kubernetes: the cluster's nodes
     plan = make_plan(spec, catalog, context=plan_context(spec, preflight=preflight))
     provider = get(plan.cloud)
     lock = cluster_lock(plan.name, "up").acquire()
     try:
         refuse_taken_name(plan)   # before credentials: a taken name is the first thing to fix
         provider.check_ready(plan)
-        return provider.up(plan, yes=yes, force=force, preflight=preflight,
-                           watch=watch and not detach, detach=detach, backend=backend,
-                           spec_path=str(path), fresh=fresh,
-                           on_started=lock.release)
+        return provider.up(plan, UpOptions(yes=yes, force=force, preflight=preflight,
+                                           detach=detach or not watch, backend=backend,
+                                           spec_path=str(path), fresh=fresh,
+                                           on_started=lock.release))
     except KeyboardInterrupt:
         err = ReclaunchError("interrupted: whatever `up` had already created or started is "
                              "still there", hint=provider.interrupted_hint(plan.name, path))

@@ -315,18 +315,3 @@ def _infra_error(message: str, exc: Any, backend: str | None = None) -> InfraErr
     detail = lines[-1] if lines else str(exc).strip().splitlines()[-1:] or [""]
     detail = detail if isinstance(detail, str) else detail[0]
     return InfraError(f"{message}: {detail[:300]}", text)
-
-
-def progress(out: Any) -> OnEvent:
-    """A live progress printer (rich console) for the engine's event stream."""
-
-    def on_event(ev: dict) -> None:
-        if ev.get("kind") == "resource" and ev.get("status") in ("done", "failed") \
-                and not str(ev.get("type", "")).startswith("pulumi:"):
-            mark = "[green]✓[/green]" if ev["status"] == "done" else "[red]✗[/red]"
-            out.print(f"  {mark} {ev.get('op', '')} {ev.get('type', '')} "
-                      f"{str(ev.get('urn', '')).rsplit('::', 1)[-1]}")
-        elif ev.get("kind") == "diag" and ev.get("status") == "error":
-            out.print(f"  [red]{ev.get('message', '')}[/red]")
-    return on_event
-

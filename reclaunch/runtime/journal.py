@@ -200,5 +200,6 @@ def known_clusters() -> list[str]:
     """Names with a journal file; only names a cluster can have (never a path or markup)."""
     import re
 
+    from reclaunch.clouds import CLUSTER_NAME
     d = private_dir("journal")
-    return sorted(p.stem for p in d.glob("*.jsonl") if re.fullmatch(r"[a-z0-9-]{1,40}", p.stem))
+    return sorted(p.stem for p in d.glob("*.jsonl") if re.fullmatch(CLUSTER_NAME, p.stem))

@@ -12,6 +12,7 @@ import json
 from typing import Any, Iterator, NamedTuple
 
 from reclaunch.errors import ProviderError, require
+from reclaunch import clouds
 from reclaunch.runtime.states import JOB_STATES, JobState  # noqa: F401  (one table)
 from reclaunch.tags import CAPACITY_LABEL, JOB_NAME_LABEL, PYTORCHJOB_API
 
@@ -21,15 +22,14 @@ REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 
 
-# Node label -> capacity type, covering the managed offerings (no cloud-name branching needed).
-CAPACITY_LABELS: dict[str, dict[str, str]] = {
-    "eks.amazonaws.com/capacityType": {"SPOT": "spot", "ON_DEMAND": "on-demand"},
-    "karpenter.sh/capacity-type": {"spot": "spot", "on-demand": "on-demand"},
-    "cloud.google.com/gke-spot": {"true": "spot"},
-    "cloud.google.com/gke-preemptible": {"true": "spot"},
-    "kubernetes.azure.com/scalesetpriority": {"spot": "spot", "regular": "on-demand"},
-    CAPACITY_LABEL: {"spot": "spot", "on-demand": "on-demand"},      # set by stacks/common.py
-}
+
+
+def capacity_labels() -> dict[str, dict[str, str]]:
+    """Node label -> capacity type: each cloud's managed labels (its facts, capacity_labels),
+    then ours, set by stacks/common.py (no cloud-name branching needed)."""
+    out = {k: dict(v) for f in clouds.all_facts() for k, v in f.capacity_labels.items()}
+    out[CAPACITY_LABEL] = {"spot": "spot", "on-demand": "on-demand"}
+    return out
 
 # kind -> (plural, namespaced). Anything else: lower-case kind + "s", namespaced.
 KINDS: dict[str, tuple[str, bool]] = {
@@ -69,7 +69,7 @@ def object_path(api_version: str, kind: str, name: str | None = None,
 
 
 def capacity_type(labels: dict[str, str]) -> str:
-    for key, values in CAPACITY_LABELS.items():
+    for key, values in capacity_labels().items():
         if key in labels:
             return values.get(labels[key], values.get(labels[key].lower(), "on-demand"))
     return "unknown"

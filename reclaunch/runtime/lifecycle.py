@@ -22,17 +22,25 @@ from reclaunch.runtime.budget import budget_problem, plan_extra, spend_so_far, u
 from reclaunch.runtime.measurements import measurement_key
 from reclaunch.runtime.policy import decide
 from reclaunch.errors import PlanError, ProviderError, UsageError
-from reclaunch.runtime.infra import Infra, InfraError, progress
+from reclaunch.runtime.infra import Infra, InfraError
 from reclaunch.runtime.journal import ClusterRecord, Journal
-from reclaunch.manifests.launch import build_launch
+from reclaunch.manifests.launch import Launch, build_launch
 from reclaunch.runtime.kube import job_state
 from reclaunch.runtime.states import JOB_STATES, JobStatus
 from reclaunch.runtime.variants import variant  # noqa: F401  (up's fallback; kubecloud)
 from reclaunch.tags import CLUSTER_TAG, PYTORCHJOB_API
+from reclaunch.ui.lifecycle import engine_progress, show_fallback
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
+
+
+@dataclass(frozen=True)
+class Pacing:   # how often `up` and `down` look again (tests shorten these)
+    measure_every_polls: int = 10   # read the master's metrics every this many job polls
+    verify_attempts: int = 6        # teardown verification sweeps before it reports leftovers
+    verify_wait_s: float = 30.0     # between them: ENIs and disks go a little after the rest
 
 
 @dataclass
@@ -52,7 +60,7 @@ class Env:
     is_tty: Callable[[], bool] = lambda: sys.stdin.isatty()
     after_step: Callable[[str], None] | None = None          # test hook: raise to "crash"
     poll_seconds: float = 30.0
-    extra: dict[str, Any] = field(default_factory=dict)
+    pacing: Pacing = field(default_factory=Pacing)
     # plan -> schedulability rows; None: manifests.placement.for_plan (the stack's own pools)
     schedule: Callable[["Plan"], list[dict[str, Any]]] | None = None
     # What a person must do first (quotas, feature registrations, reservations bought): shown
@@ -69,9 +77,9 @@ class Env:
 # ---- helpers ---------------------------------------------------------------------------------
 
 def record_for(plan: "Plan", *, backend: str | None = None, spec_path: str | None = None,
-               spec_text: str | None = None) -> ClusterRecord:
+               spec_text: str | None = None, launch: "Launch | None" = None) -> ClusterRecord:
     s = plan.spec
-    _, kind, job_name, namespace = build_launch(plan).job_ref
+    _, kind, job_name, namespace = (launch or build_launch(plan)).job_ref
     return ClusterRecord(
         name=plan.name, cloud=plan.cloud, region=plan.region,
         namespace=namespace, job_name=job_name, job_kind=kind, nodes=plan.nodes,
@@ -119,24 +127,23 @@ def _confirm(env: Env, question: str, yes: bool) -> bool:
 # ---- up --------------------------------------------------------------------------------------
 
 def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
-       preflight: bool = False, watch: bool = False, record: ClusterRecord | None = None,
+       preflight: bool = False, watch: bool = False,
+       record: ClusterRecord | dict[str, Any] | None = None,
        after_start: Callable[[ClusterRecord], None] | None = None) -> "JobStatus":
     """Provision and start; with watch, follow the job to its end and apply the teardown policy.
     Call `env.infra.check()` and credential checks before this: nothing here is free."""
     problem = budget_problem(plan)
-    from reclaunch.ui.plan import show_plan
-    show_plan(plan, env.out(), problem)
-    needs = env.prerequisites(plan)
-    if needs:
-        env.out().print("[bold]needs a person first[/bold] (reclaunch cannot do these):")
-        for line in needs:
-            env.out().print(f"  - {line}")
+    from reclaunch.ui.lifecycle import show_before_up
+    show_before_up(plan, env.out(), problem, env.prerequisites(plan))
     if problem and not force:
         raise PlanError(f"refusing to start: {problem}", hint="raise budget.max_usd or pass --force")
     # Before anything is created: a pod that fits no node pool would leave a cluster billing
     # by the hour with a job that never starts (no --force: it cannot start either way).
+    # The launch is rendered once for the plan as planned (placement check, journal record,
+    # apply), and again only if provisioning changed the plan (a capacity fallback).
+    launch = build_launch(plan)
     from reclaunch.manifests.placement import for_plan, refusal
-    unplaced = refusal((env.schedule or for_plan)(plan))
+    unplaced = refusal(env.schedule(plan) if env.schedule else for_plan(plan, launch=launch))
     if unplaced:
         raise PlanError(f"refusing to start: not every pod can be scheduled: {unplaced}",
                         hint="`reclaunch preview` lists each pod, its pool and why")
@@ -144,16 +151,17 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
         return _status_obj(plan.name, plan.cloud, "Pending", "not confirmed; nothing created")
 
     journal = Journal(plan.name, clock=env.clock)
-    rec = record or record_for(plan)
+    # record: the journal record, or what it says besides the plan (backend, spec_path, spec_text)
+    rec = record if isinstance(record, ClusterRecord) else record_for(plan, launch=launch, **(record or {}))
     resumed = journal.interrupted()
     journal.write("up", "start", resumed_after=resumed)
     journal.save_record(rec)
     recover(rec, env, journal)
 
+    planned = plan
     plan, outputs = provision(plan, env, journal)
-    # The launch is built here, once, from the plan that was provisioned: after a spot ->
-    # on-demand fallback the job has no elastic policy and its deadline is priced on-demand.
-    launch = build_launch(plan)
+    if plan is not planned:   # spot -> on-demand fallback: no elastic policy, on-demand deadline
+        launch = build_launch(plan)
     if plan.spot != rec.spot:   # on-demand fallback: spend and status use the real price
         rec = dataclasses.replace(rec, spot=plan.spot, usd_per_hour=usd_per_hour(plan))
         journal.save_record(rec)
@@ -201,7 +209,7 @@ def provision(plan: "Plan", env: Env, journal: Journal) -> tuple["Plan", dict[st
     while True:
         try:
             with _Step(env, journal, "provision", attempt=label) as r:
-                outputs = env.infra.up(plan, on_event=progress(env.out()))
+                outputs = env.infra.up(plan, on_event=engine_progress(env.out()))
                 r["variant"] = {"zones": plan.zones, "spot": plan.spot}
                 r["message"] = label
             return plan, outputs
@@ -216,7 +224,7 @@ def provision(plan: "Plan", env: Env, journal: Journal) -> tuple["Plan", dict[st
                 break
             label, plan = nxt
             journal.write("fallback", "info", kind=kind, message=f"{kind}; trying {label}")
-            env.out().print(f"[yellow]{kind}: trying {label}[/yellow]")
+            show_fallback(env.out(), kind, label)
     # A clear stop leaves nothing behind: what the failed attempts created is destroyed.
     rec = journal.record()
     teardown(rec, env, journal, reason=f"no capacity ({'; '.join(tried)})")
@@ -234,7 +242,7 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
     kube = env.kube_for(env.infra.outputs(rec.name))
     idle_since: float | None = None
     seen, polls, warned = None, 0, ""
-    every = int(env.extra.get("measure_every_polls", 10))   # read the master's metrics this often
+    every = env.pacing.measure_every_polls
     from reclaunch.runtime.spot_fallback import SpotWatch, move_to_on_demand
     spot = SpotWatch(rec)    # a spot job its pools' fabrics pin to spot (runtime/spot_fallback.py)
     while True:
@@ -289,7 +297,7 @@ def teardown(rec: ClusterRecord, env: Env, journal: Journal, *, reason: str,
     """Destroy the stack, then prove nothing tagged for the cluster is left."""
     env.out().print(f"tearing down {rec.name}: {reason}")
     recover(rec, env, journal)
-    shown, gone = progress(env.out()), []
+    shown, gone = engine_progress(env.out()), []
 
     def on_event(ev: dict) -> None:   # count what was destroyed, for the summary line below
         shown(ev)
@@ -303,10 +311,10 @@ def teardown(rec: ClusterRecord, env: Env, journal: Journal, *, reason: str,
                     + (" (storage kept)" if keep_storage else ""))
     with _Step(env, journal, "verify") as r:
         left = env.verify(rec, keep_storage)
-        for _ in range(int(env.extra.get("verify_attempts", 6)) - 1):
+        for _ in range(env.pacing.verify_attempts - 1):
             if not left:
                 break
-            env.sleep(env.extra.get("verify_wait_s", 30))  # ENIs, disks go a little later
+            env.sleep(env.pacing.verify_wait_s)
             left = env.verify(rec, keep_storage)
         if left:
             raise ProviderError(f"{len(left)} resource(s) tagged {CLUSTER_TAG}={rec.name} "

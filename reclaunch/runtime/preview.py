@@ -10,20 +10,18 @@ recorder that keeps what the program asked for. The result is a list of plain di
 
 from __future__ import annotations
 
-import base64
 import importlib
 import inspect
 import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable
 
+from reclaunch import clouds
 from reclaunch.errors import UsageError, require
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
-# Python package of each Pulumi provider whose resources carry tags/labels.
-_SDK_PACKAGES = {"aws": "pulumi_aws", "azure-native": "pulumi_azure_native", "gcp": "pulumi_gcp"}
 _TAG_FIELDS = ("tags", "labels", "resource_labels")
 # Inputs worth a column: first match wins per heading.
 _KEY_FIELDS = {
@@ -55,17 +53,19 @@ def _get(d: Any, dotted: str) -> Any:
     return d
 
 
-# Taggable through a nested input only (GKE node VMs are labelled via node_config).
-_NESTED_TAGS = {"gcp:container/nodePool:NodePool": "node_config.resource_labels"}
 
 
 @lru_cache(maxsize=512)
 def tag_field(typ: str) -> str | None:
     """Which input of this resource type holds cloud tags/labels (None: not taggable)."""
-    if typ in _NESTED_TAGS:
-        return _NESTED_TAGS[typ]
+    # Each cloud's facts name its Pulumi SDK packages (type prefix -> Python package) and the
+    # types taggable through a nested input only (GKE node VMs are labelled via node_config).
+    nested = {k: v for f in clouds.all_facts() for k, v in f.preview.nested_tags.items()}
+    if typ in nested:
+        return nested[typ]
     parts = typ.split(":")
-    pkg = _SDK_PACKAGES.get(parts[0])
+    pkg = next((f.preview.sdk_packages[parts[0]] for f in clouds.all_facts()
+                if parts[0] in f.preview.sdk_packages), None)
     if not pkg or len(parts) != 3:
         return None
     try:
@@ -85,64 +85,14 @@ def _tags_of(inputs: dict) -> dict[str, str]:
 
 
 def _computed(typ: str, name: str, inputs: dict, plan: "Plan") -> dict:
-    """Outputs the programs read back (endpoints, CA data, ids); the rest echo the inputs."""
-    ca = base64.b64encode(b"mock-ca").decode()
-    extra = {
-        "aws:eks/cluster:Cluster": {
-            "endpoint": f"https://{name}.eks.mock", "certificateAuthority": {"data": ca},
-            "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-cluster"},
-            "kubernetesNetworkConfig": {"serviceIpv4Cidr": "172.20.0.0/16"}},
-        "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
-        "aws:fsx/lustreFileSystem:LustreFileSystem": {"dnsName": f"{name}.fsx.mock",
-                                                      "mountName": "mock"},
-        "aws:eks/nodeGroup:NodeGroup": {"nodeGroupName": inputs.get("nodeGroupName", name)},
-        # Inputs list identity ids; the output is a map keyed by id.
-        "azure-native:containerservice:ManagedCluster": {
-            "identity": {"type": "UserAssigned", "userAssignedIdentities": {}},
-            "oidcIssuerProfile": {"issuerURL": f"https://eastus.oic.prod-aks.azure.com/mock/{name}/"}},
-        # Workload identity (stacks/*/bucket.py) reads these back into the job's ServiceAccount.
-        "azure-native:managedidentity:UserAssignedIdentity": {
-            "clientId": "00000000-0000-0000-0000-0000000c1d00", "principalId": f"{name}-principal"},
-        "gcp:serviceaccount/account:Account": {
-            "email": f"{inputs.get('accountId', name)}@mock-project.iam.gserviceaccount.com"},
-        # A documentation address (RFC 5737) for the NAT gateway's public IP.
-        "azure-native:network:PublicIPAddress": {"ipAddress": "198.51.100.10"},
-        "azure-native:keyvault:Key": {"keyUriWithVersion": "https://kv-mock.vault.azure.net/keys/etcd/0123456789abcdef"},
-        "azure-native:storagecache:AmlFilesystem": {"clientInfo": {"mgsAddress": "10.1.0.4"}},
-        "gcp:filestore/instance:Instance": {"networks": [
-            {**(inputs.get("networks") or [{}])[0], "ipAddresses": ["10.2.0.9"]}]},
-        "gcp:container/cluster:Cluster": {"endpoint": "10.0.0.2",
-                                          "masterAuth": {"clusterCaCertificate": ca}},
-    }.get(typ, {})
+    """Outputs the programs read back (endpoints, CA data, ids: the cloud's facts,
+    preview.outputs); the rest echo the inputs."""
+    extra = clouds.get(plan.cloud).preview.outputs(typ, name, inputs)
     return {"name": inputs.get("name", name), "arn": f"arn:mock:{typ}:{name}", **extra}
 
 
 def _call(token: str, args: dict, plan: "Plan") -> dict:
-    zones = [f"{plan.region}{z}" for z in "abc"]
-    kubeconfig = base64.b64encode(b"apiVersion: v1\nkind: Config\n").decode()
-    return {
-        # Zone IDs differ from names (use1-az4 for one account's us-east-1a).
-        "aws:index/getAvailabilityZones:getAvailabilityZones": {
-            "names": zones, "zoneIds": [f"{plan.region}-az{i + 1}" for i in range(3)]},
-        "gcp:organizations/getClientConfig:getClientConfig": {"project": "mock-project",
-                                                              "region": plan.region},
-        "gcp:organizations/getProject:getProject": {"projectId": "mock-project",
-                                                    "number": "123456789012"},
-        "aws:index/getCallerIdentity:getCallerIdentity": {
-            "accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/mock",
-            "id": "123456789012", "userId": "AIDAMOCK"},
-        "azure-native:authorization:getClientConfig": {
-            "clientId": "00000000-0000-0000-0000-00000000c11e", "objectId":
-            "00000000-0000-0000-0000-0000000000b1", "subscriptionId":
-            "00000000-0000-0000-0000-000000000500", "tenantId":
-            "00000000-0000-0000-0000-000000000700"},
-        "aws:ssm/getParameter:getParameter": {"name": args.get("name"), "value": "ami-mock",
-                                              "type": "String"},
-        "azure-native:containerservice:listManagedClusterUserCredentials": {
-            "kubeconfigs": [{"name": "clusterUser", "value": kubeconfig}]},
-        "azure-native:containerservice:listManagedClusterAdminCredentials": {
-            "kubeconfigs": [{"name": "clusterAdmin", "value": kubeconfig}]},
-    }.get(token, {})
+    return clouds.get(plan.cloud).preview.calls(token, args, plan.region)
 
 
 def preview(plan: "Plan", *, program: Callable[["Plan"], None], extra: str) -> list[dict[str, Any]]:

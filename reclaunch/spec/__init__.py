@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from reclaunch.errors import SpecError
-from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD  # noqa: F401
+from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, runs_here  # noqa: F401
 
 from reclaunch.spec.models import PRESETS, Spec  # noqa: F401
 from reclaunch.spec.rules import cross_check, normalize_gpu  # noqa: F401

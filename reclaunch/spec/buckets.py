@@ -24,15 +24,16 @@ class StoreFacts(NamedTuple):
 # digits, dots, hyphens, start/end alphanumeric). GCS: cloud.google.com/storage/docs/buckets
 # #naming (same shape for names without dots). Azure containers: learn.microsoft.com/rest/api/
 # storageservices/naming-and-referencing-containers--blobs--and-metadata (3-63, lowercase,
-# digits, single hyphens). cloud: local talks S3 to whatever AWS_ENDPOINT_URL names (MinIO, moto).
+# digits, single hyphens). cloud: local talks S3 to whatever AWS_ENDPOINT_URL names (MinIO, moto);
+# cloud: kubernetes (a cluster the team has) reaches any store with the identity it gives pods.
 _S3 = (r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "3-63 lowercase letters, digits, dots or hyphens")
 _AZ = (r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]", "3-63 lowercase letters, digits or single hyphens")
 OBJECT_STORES: dict[str, StoreFacts] = {
-    "s3": StoreFacts(("aws", "local"), "s3", "s3fs", _S3),
-    "gs": StoreFacts(("gcp",), "gcs", "gcsfs", _S3),
-    "az": StoreFacts(("azure",), "azblob", "adlfs", _AZ),
-    "abfs": StoreFacts(("azure",), "azblob", "adlfs", _AZ),
-    "abfss": StoreFacts(("azure",), "azblob", "adlfs", _AZ),
+    "s3": StoreFacts(("aws", "local", "kubernetes"), "s3", "s3fs", _S3),
+    "gs": StoreFacts(("gcp", "kubernetes"), "gcs", "gcsfs", _S3),
+    "az": StoreFacts(("azure", "kubernetes"), "azblob", "adlfs", _AZ),
+    "abfs": StoreFacts(("azure", "kubernetes"), "azblob", "adlfs", _AZ),
+    "abfss": StoreFacts(("azure", "kubernetes"), "azblob", "adlfs", _AZ),
 }
 # Azure storage account names: 3-24 lowercase letters and digits (learn.microsoft.com/azure/
 # storage/common/storage-account-overview#storage-account-name).

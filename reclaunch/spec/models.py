@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Callable, Literal
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator,
                       Field, PrivateAttr, Tag, ValidationError, WithJsonSchema, field_validator,
                       model_validator)
 
+from pydantic_core import PydanticCustomError
+
+from reclaunch import clouds
 from reclaunch.errors import SpecError
 from reclaunch.spec import env_rules
-from reclaunch.spec.facts import RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS  # noqa: F401
+from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
+from reclaunch.spec.kubernetes import KubernetesTarget
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
                                   parse_count, parse_size, parse_storage_size)
 
@@ -55,8 +59,27 @@ Int = Annotated[int, BeforeValidator(_no_bool)]
 Float = Annotated[float, BeforeValidator(_no_bool)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
 
-Cloud = Literal["aws", "azure", "gcp", "local"]
-Fabric = Literal["auto", "efa", "infiniband", "tcpx", "tcpxo", "rdma", "ethernet"]
+
+
+def _one_of(choices: Callable[[], tuple[str, ...]]):
+    """A Literal read from the registry when a spec is validated, not when this module is
+    imported (reclaunch/clouds.py: a cloud or fabric registered later is a valid choice).
+    The error is pydantic's own literal_error, so messages.py words it as for any Literal."""
+
+    def check(v: object) -> object:
+        known = choices()
+        if not isinstance(v, str) or v not in known:
+            expected = ", ".join(f"'{c}'" for c in known[:-1]) + f" or '{known[-1]}'"
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": expected})
+        return v
+
+    # The enum is filled in live by schema_docs.finish.
+    return Annotated[str, BeforeValidator(check), WithJsonSchema({"type": "string"})]
+
+
+Cloud = _one_of(clouds.names)
+Fabric = _one_of(lambda: ("auto", *clouds.selectable_fabrics()))
 StorageKind = Literal[tuple(STORAGE_KINDS)]  # type: ignore[valid-type]  (facts.py: one table)
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
@@ -121,9 +144,10 @@ class Security(Strict):
         [], max_length=100, description=(
             "CIDRs allowed to reach the Kubernetes API. [] = only the address `up` runs from "
             "(detected then); 0.0.0.0/0 opens it to the world and must be written here"))
-    encryption_at_host: bool = Field(False, description=(
-        "azure: encrypt VM temp/cache disks at the host; needs the subscription feature "
-        "Microsoft.Compute/EncryptionAtHost registered (a person does that once)"))
+    encryption_at_host: bool | None = Field(None, description=(
+        "azure: encrypt VM temp disks and disk caches at the host. Unset: on wherever the VM "
+        "size supports it and the subscription feature Microsoft.Compute/EncryptionAtHost is "
+        "Registered (`up` checks); true: required; false: off"))
 
 
 class Autoscaling(Strict):
@@ -165,6 +189,10 @@ class Job(Strict):
     # Dense gradients on the wire: fp32 under autocast (the reference trainer), fp16/bf16 when the
     # stack all-reduces in half precision (HugeCTR mixed precision, Horovod --compress).
     gradient_dtype: Literal["fp32", "fp16", "bf16"] = "fp32"
+    # What the stack runs beside the dense compute: input = the next batch's id all-to-all only
+    # (TorchRec TrainPipelineSparseDist, the reference trainer); full = the embedding lookups and
+    # their all-to-all too (HugeCTR train_intra/inter_iteration_overlap), planner/perf.py.
+    embedding_overlap: Literal["input", "full"] = "input"
 
     _env_names = field_validator("env")(env_rules.job_env)
 
@@ -257,7 +285,7 @@ class Budget(Strict):
 
 
 class Spec(Strict):
-    name: str = Field(pattern=r"^[a-z0-9-]{1,40}$", description="[a-z0-9-], 1..40 chars")
+    name: str = Field(pattern=f"^{clouds.CLUSTER_NAME}$", description="[a-z0-9-], 1..40 chars")
     cloud: Cloud
     region: str | None = Field(None, min_length=1, max_length=64)
     zones: list[Annotated[str, Field(min_length=1, max_length=64)]] = []
@@ -272,6 +300,7 @@ class Spec(Strict):
     autoscaling: Autoscaling | None = None
     capacity: Capacity | None = None
     security: Security = Security()
+    kubernetes: KubernetesTarget | None = Field(None, description="Only for cloud: kubernetes")
     job: Job
     model: Model
     nccl: Nccl = Nccl()
@@ -284,7 +313,7 @@ class Spec(Strict):
     @field_validator("name", mode="before")
     @classmethod
     def _name_hint(cls, v: object) -> object:
-        if isinstance(v, str) and v and not re.fullmatch(r"[a-z0-9-]{1,40}", v):
+        if isinstance(v, str) and v and not re.fullmatch(clouds.CLUSTER_NAME, v):
             shown = v if len(v) <= 48 else v[:45] + "..."
             raise ValueError(f"{shown!r} must be 1..40 characters of a-z, 0-9 and '-' "
                              "(it names stacks, tags and jobs)")
@@ -303,10 +332,17 @@ class Spec(Strict):
             raise ValueError(f"{v!r} is a system namespace; the job gets its own (default: reclaunch)")
         return v
 
+    @model_validator(mode="after")
+    def _kubernetes_namespace(self) -> "Spec":
+        # kubernetes.namespace names where the job goes on a cluster you bring (spec/kubernetes.py)
+        if self.kubernetes is not None and self.kubernetes.namespace:
+            self.namespace = self.kubernetes.namespace
+        return self
+
     @property
     def runs_here(self) -> bool:
         """True for targets that run on this machine (cloud: local): no catalog, no region."""
-        return self.cloud in RUNS_HERE
+        return runs_here(self.cloud)
 
     @property
     def min_nodes(self) -> int:

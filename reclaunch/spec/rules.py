@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.spec.models import Spec
 
+from reclaunch import clouds
 from reclaunch.spec import buckets, job_rules
 from reclaunch.spec.facts import (  # noqa: F401
-    LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, RUNS_HERE, SIZED_STORAGE, STORAGE_BY_CLOUD)
+    LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, SIZED_STORAGE, STORAGE_BY_CLOUD,
+    own_cluster, own_clusters, runs_here)
 from reclaunch.spec.sharders import pin_problems
 
 # Largest size each sized kind is sold at without a support request (bytes). azure-lustre:
@@ -22,11 +24,8 @@ from reclaunch.spec.sharders import pin_problems
 # the ZONAL tier's 100 TiB (stacks/gcp/program.py). Bigger sizes stop at validate.
 STORAGE_MAX_BYTES: dict[str, int] = {"azure-lustre": 128 * 2**40, "filestore": 100 * 2**40}
 
-# Reserved-capacity kinds each cloud sells, and what their names look like (data, not branches).
-RESERVATION_KINDS: dict[str, tuple[str, ...]] = {
-    "aws": ("odcr", "capacity-block"), "azure": ("azure-crg",), "gcp": ("gcp-reservation",),
-    "local": (),
-}
+# Reserved-capacity kinds each cloud sells (its facts), and what their names look like.
+RESERVATION_KINDS = clouds.PerCloud(lambda f: f.reservation_kinds)
 _GCP_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
 RESERVATION_ID: dict[str, tuple[str, str]] = {   # kind -> (regex, example)
     "odcr": (r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),
@@ -38,8 +37,12 @@ RESERVATION_ID: dict[str, tuple[str, str]] = {   # kind -> (regex, example)
                   "/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Compute/"
                   "capacityReservationGroups/<name>"),
 }
-# Where `security.encryption_at_host` means something (the others always encrypt at the host).
-ENCRYPTION_AT_HOST_CLOUDS: tuple[str, ...] = ("azure",)
+
+
+def encryption_at_host_clouds() -> tuple[str, ...]:
+    """Where `security.encryption_at_host` means something (the others always encrypt at the host)."""
+    return tuple(f.name for f in clouds.all_facts() if f.encryption_at_host)
+
 
 Problem = tuple[tuple[str | int, ...], str]
 
@@ -92,10 +95,12 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         from reclaunch.spec.units import human_bytes
         out.append((("storage", "size"), f"{human_bytes(s.storage.size)} is larger than any file "
                     f"system reclaunch provisions (at most {MAX_STORAGE_BYTES // 2**50} PiB)"))
-    if s.cloud in RUNS_HERE and s.max_nodes * s.gpus_per_node > LOCAL_MAX_PROCESSES:
+    if s.kubernetes is not None and not own_cluster(s.cloud):
+        out.append((("kubernetes",), f"only for cloud: {', '.join(own_clusters())}; remove it"))
+    if runs_here(s.cloud) and s.max_nodes * s.gpus_per_node > LOCAL_MAX_PROCESSES:
         out.append((("nodes",), f"cloud: local would run {s.max_nodes * s.gpus_per_node} "
                     f"training processes on this machine; at most {LOCAL_MAX_PROCESSES}"))
-    if s.cloud in RUNS_HERE:
+    if runs_here(s.cloud):
         for field in ("region", "instance_type", "gpu"):
             if getattr(s, field):
                 out.append(((field,), "cloud: local runs on this machine and takes no "
@@ -104,6 +109,9 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
             out.append((("interconnect", "inter_node"), "cloud: local uses gloo over loopback; "
                         "use auto or ethernet"))
         return out
+    if own_cluster(s.cloud):   # the cluster's nodes are checked at plan time, not here
+        from reclaunch.spec.kubernetes import rules as own_cluster_rules
+        return out + own_cluster_rules(s)
     if s.spot.enabled:
         out += _spot_checkpoints(s, kinds)
     if not s.region:
@@ -178,9 +186,10 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
 
 def _capacity_rules(s: "Spec") -> list[Problem]:
     out: list[Problem] = []
-    if s.security.encryption_at_host and s.cloud not in ENCRYPTION_AT_HOST_CLOUDS:
+    where = encryption_at_host_clouds()
+    if s.security.encryption_at_host is True and s.cloud not in where:
         out.append((("security", "encryption_at_host"), f"only for cloud: "
-                    f"{', '.join(ENCRYPTION_AT_HOST_CLOUDS)}; {s.cloud} encrypts host disks already"))
+                    f"{', '.join(where)}; {s.cloud} encrypts host disks already"))
     cap = s.capacity
     if cap is None:
         return out

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 DOCS: dict[str, str] = {
-    "Spec.cloud": "Where the job runs: aws, azure, gcp, or local (this machine, CPU processes, no account)",
+    "Spec.cloud": ("Where the job runs: aws, azure, gcp (a cluster reclaunch creates), kubernetes "
+                   "(a cluster you already have) or local (this machine, CPU processes, no account)"),
     "Spec.region": "Cloud region (e.g. us-east-1, eastus, us-central1); it must sell the instance",
     "Spec.zones": "Zones to try in order (capacity fallback); empty: the stack picks",
     "Spec.nodes": "Nodes (instances) at the start; cloud: local: simulated nodes",
@@ -50,6 +51,9 @@ DOCS: dict[str, str] = {
     "Job.max_restarts": "Restarts torchrun allows; the same failure twice in a row stops earlier",
     "Job.execution": "eager, or cuda_graph when the trainer captures the step (fewer kernel launches)",
     "Job.gradient_dtype": "Dense gradients on the wire: fp32, or fp16/bf16 when all-reduced in half precision",
+    "Job.embedding_overlap": ("input (the reference trainer: TorchRec TrainPipelineSparseDist), or full when "
+                              "the trainer runs embedding lookups and their all-to-all beside the dense "
+                              "compute (HugeCTR train_intra/inter_iteration_overlap)"),
     "SecretRef.secret": "Name of a Kubernetes Secret in the job's namespace",
     "SecretRef.key": "Key in that Secret whose value the variable gets",
     "Model.preset": "deepfm, dcnv2, din, dlrm, wide_deep (fills the rest), or custom",
@@ -94,6 +98,11 @@ def finish(schema: dict, gpus: list[str]) -> dict:
         for field, prop in body.get("properties", {}).items():
             if "description" not in prop and f"{model}.{field}" in DOCS:
                 prop["description"] = DOCS[f"{model}.{field}"]
+    from reclaunch import clouds
+
+    schema["properties"]["cloud"]["enum"] = list(clouds.names())
+    inter = models["Interconnect"]["properties"]["inter_node"]
+    inter["enum"] = ["auto", *clouds.selectable_fabrics()]
     gpu = schema["properties"]["gpu"]
     # Known names complete in editors; the short forms (h100, A100) still validate.
     gpu["anyOf"] = [{"enum": sorted(gpus)}, {"type": "string"}, {"type": "null"}]

@@ -39,7 +39,7 @@ def _console(width: int):
     from rich.console import Console
 
     return Console(file=io.StringIO(), width=width, force_terminal=False, color_system=None,
-                   highlight=False)
+                   highlight=False, emoji=False)
 
 
 def plan_renderables(plan) -> list:
@@ -56,6 +56,9 @@ def plan_renderables(plan) -> list:
     head.add_column(style="bold")
     head.add_column()
     head.add_row("cluster", where)
+    if getattr(plan.offer, "node_names", None):   # cloud: kubernetes: what was read, and how
+        from reclaunch.ui.text import shown   # node names and labels come from the cluster
+        head.add_row("nodes", shown(plan.offer.source))
     if plan.pick_reason:
         head.add_row("picked", plan.pick_reason)
     head.add_row("fabric", plan.fabric)
@@ -97,6 +100,9 @@ def plan_renderables(plan) -> list:
     st.add_row(*(f"{v * 1e3:.2f}" for v in (s.embedding_seconds, s.dense_compute_seconds,
                                              s.allreduce_seconds, s.alltoall_seconds,
                                              s.exposed_comm_seconds, max(other, 0.0), s.total_seconds)))
+    if plan.spec.job.embedding_overlap == "full":   # the parts overlap: they do not add up
+        st.caption = ("job.embedding_overlap: full: embeddings and their all-to-all run beside the "
+                      "dense compute; total = the longer path + exposed all-reduce + overhead")
     out = [head, mem, st, *_sharding_tables(plan)]
     if plan.warnings:
         warn = Table(title="warnings", show_header=False, box=None)
@@ -201,22 +207,31 @@ def compare_renderables(rows: list, top: int | None = 10) -> list:
                       ("fits", "left"), ("samples/s", "right"), ("hours", "right"),
                       ("on-demand $", "right"), ("spot $", "right"), ("note", "left")):
         t.add_column(col, justify=just)
+    # How a row was sized is said once, in the caption; a row sized to the fewest nodes that
+    # fit carries only a mark (the note column stays for what is particular to the row).
+    fewest = [r for r in shown if r.sizing == "fewest"]
+    mark = "*" if fewest and len(fewest) < len(shown) else ""
     for r in shown:
         p = r.plan
         note = ["recommended"] if r.recommended else []
-        if r.sizing == "fewest":
-            note.append("fewest nodes")
         if not r.priced:
             sold = p.offer.purchase if p.offer is not None else "on-demand"
             note.append("no price" if sold == "on-demand" else f"{sold} only")
         if p.cost.stale:
             note.append("stale price")
+        if (p.throughput_basis or {}).get("kind") == "measured":
+            note.append("measured rate")
         t.add_row(str(r.rank), f"{p.cloud} {p.instance_type}", p.region or "-",
-                  f"{p.nodes} ({p.world_size} GPU)", "yes" if p.memory.fits else "NO",
+                  f"{p.nodes} ({p.world_size} GPU)" + (mark if r.sizing == "fewest" else ""),
+                  "yes" if p.memory.fits else "NO",
                   _rate(p.throughput_samples_per_second), f"{p.duration_hours:.2f}",
                   _usd(p.cost.on_demand_total_usd), _usd(p.cost.spot_total_usd), ", ".join(note))
+    captions = ([f"{mark + ' ' if mark else ''}nodes: the fewest the model fits on"
+                 + (", the others the spec's GPU count" if mark else "")] if fewest else [])
     if len(shown) < len(rows):
-        t.caption = f"{len(shown)} of {len(rows)} offers shown (--top N, --top 0 for all)"
+        captions.append(f"{len(shown)} of {len(rows)} offers shown (--top N, --top 0 for all)")
+    if captions:
+        t.caption = "; ".join(captions)
     return [f"recommendation: {recommendation_line(rows)}", t]
 
 
@@ -262,9 +277,14 @@ def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
     t.add_row("budget.max_usd", "", money(plan.spec.budget.max_usd))
     out.print(t)
     st = plan.spec.storage
-    out.print(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
-              f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
-              f"storage {st.kind}{' ' + _storage_size(st) if st.size else ''}; "
-              f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h")
+    if getattr(plan.offer, "node_names", None):   # cloud: kubernetes: a cluster you bring
+        out.print(f"resources: none created; the launch goes to namespace {plan.spec.namespace} "
+                  f"on {plan.nodes} of the existing nodes of group {plan.offer.group}; "
+                  f"~{plan.duration_hours:.1f} h")
+    else:
+        out.print(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
+                  f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
+                  f"storage {st.kind}{' ' + _storage_size(st) if st.size else ''}; "
+                  f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h")
     if problem:
         out.print(f"[yellow]budget: {problem}[/yellow]")

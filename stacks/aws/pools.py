@@ -51,11 +51,12 @@ def node_pools(plan: "Plan") -> list[c.NodePool]:
                 "node.kubernetes.io/instance-type": SYSTEM_INSTANCE_TYPE},
         taints=[], min_nodes=c.SYSTEM_POOL_SIZE[0], max_nodes=c.SYSTEM_POOL_SIZE[1],
         desired=c.SYSTEM_POOL_SIZE[0], priority=0, cloud_name=c.name(plan, "system"))
-    efa = c.fabric_kind(plan) == "efa"
+    nic = c.fabric_facts(plan).nic    # "efa": EFA interfaces, hugepages, the device plugin's label
+    efa = nic is not None
     out = [system]
     for pool in c.gpu_pools(plan):
         labels = {**c.KUBELET_LABELS, **c.node_labels(plan, pool), GPU_PRESENT: "true",
-                  c.FABRIC_GROUP_LABEL: "efa" if efa else "none",
+                  c.FABRIC_GROUP_LABEL: nic or "none",
                   "node.kubernetes.io/instance-type": plan.instance_type}
         if efa:
             labels[EFA_PRESENT] = "true"

@@ -104,10 +104,11 @@ def _interfaces(plan: "Plan", security_groups: list) -> list[dict]:
     """One interface per network card: EFA on card 0 (carries the IP), EFA-only elsewhere."""
     base = {"delete_on_termination": "true", "associate_public_ip_address": "false",
             "security_groups": security_groups}
-    if c.fabric_kind(plan) != "efa" or not plan.offer or not plan.offer.nics:
+    nic = c.fabric_facts(plan).nic
+    if not nic or not plan.offer or not plan.offer.nics:
         return [{**base, "device_index": 0}]
     return [{**base, "device_index": 0 if i == 0 else 1, "network_card_index": i,
-             "interface_type": "efa" if i == 0 else "efa-only"}
+             "interface_type": nic if i == 0 else f"{nic}-only"}
             for i in range(plan.offer.nics)]
 
 
@@ -238,7 +239,7 @@ def program(plan: "Plan") -> None:
     # GPU nodes: all traffic within the EFA group (EFA needs it in both directions), and
     # egress anywhere through the NAT. No ingress from outside the VPC, no SSH (use SSM).
     gpu_sgs = [cluster_sg]
-    if c.fabric_kind(plan) == "efa":
+    if c.fabric_facts(plan).nic:
         efa_sg = aws.ec2.SecurityGroup(
             c.name(plan, "efa"), vpc_id=vpc.id, description="EFA: all traffic within itself",
             ingress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True}],

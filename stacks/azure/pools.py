@@ -63,7 +63,7 @@ def node_pools(plan: "Plan") -> list[c.NodePool]:
         taints=[], min_nodes=c.SYSTEM_POOL_SIZE[0], max_nodes=c.SYSTEM_POOL_SIZE[1],
         desired=c.SYSTEM_POOL_SIZE[0], cloud_name="system")
     out = [system]
-    ib = c.fabric_kind(plan) == "infiniband"
+    ib = c.fabric_facts(plan).node_group   # InfiniBand: one scale set is one fabric
     for pool in c.gpu_pools(plan):
         spot = pool.capacity == "spot"
         agent = agent_pool_name(pool.key)

@@ -7,10 +7,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
+    from stacks.azure.host_encryption import Probe
 
 
-def manual_prerequisites(plan: "Plan") -> list[str]:
-    from stacks.common import fabric_kind
+def manual_prerequisites(plan: "Plan", host: "Probe | None" = None) -> list[str]:
+    """`host`: Azure's answer about encryption at host, given at `up` (None: plan, dry-run)."""
+    from stacks.azure.host_encryption import person_lines
+    from stacks.common import fabric_facts
 
     vcpus = (plan.offer.vcpus if plan.offer else 0) * plan.max_nodes
     out = [f"vCPU quota: the {plan.instance_type} family must allow {vcpus} vCPUs in "
@@ -22,15 +25,8 @@ def manual_prerequisites(plan: "Plan") -> list[str]:
            "User Access Administrator or Role Based Access Control Administrator on the "
            "subscription): it grants itself AKS RBAC Cluster Admin and the cluster identity "
            "Network Contributor"]
-    if fabric_kind(plan) == "infiniband":
-        # Azure/aks-rdma-infiniband tests/setup-infra/deploy-aks.sh registers this first.
-        out.append("feature AKSInfinibandSupport must be Registered: `az feature register "
-                   "--namespace Microsoft.ContainerService --name AKSInfinibandSupport`, then "
-                   "`az provider register -n Microsoft.ContainerService`")
-    if plan.spec.security.encryption_at_host:
-        out.append("feature EncryptionAtHost must be Registered: `az feature register "
-                   "--namespace Microsoft.Compute --name EncryptionAtHost`, then "
-                   "`az provider register -n Microsoft.Compute`")
+    out.extend(fabric_facts(plan).prerequisites)   # InfiniBand: the AKS feature flag
+    out += person_lines(plan, host)
     if plan.spec.storage.kind == "azure-lustre":
         out.append("resource provider Microsoft.StorageCache registered (`az provider register "
                    "-n Microsoft.StorageCache`) for Azure Managed Lustre")

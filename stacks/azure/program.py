@@ -21,6 +21,7 @@ from stacks import common as c
 from stacks import versions
 from stacks.azure import bucket as blob
 from stacks.azure.pools import node_pools, os_sku
+from stacks.azure.host_encryption import settings
 from stacks.azure.secrets import secrets_key
 from stacks.azure.storage import storage
 
@@ -111,7 +112,7 @@ def program(plan: "Plan") -> None:
     k8s_version = versions.kubernetes_version(plan)
     pools = node_pools(plan)
     system_pool = pools[0]
-    host_encryption = plan.spec.security.encryption_at_host
+    host_encryption = settings(plan)     # {vm_size: on}: stacks/azure/host_encryption.py
     client = az.authorization.get_client_config()
     rg = az.resources.ResourceGroup(c.name(plan, "rg"), location=plan.region, tags=tags)
     vnet, subnet, nsg, nat_ip = _network(az, plan, rg, tags)
@@ -146,10 +147,13 @@ def program(plan: "Plan") -> None:
             "count": system_pool.desired, "min_count": system_pool.min_nodes,
             "max_count": system_pool.max_nodes, "enable_auto_scaling": True,
             "vnet_subnet_id": subnet.id, "enable_node_public_ip": False,
-            "enable_encryption_at_host": host_encryption, "os_disk_type": "Managed",
+            "enable_encryption_at_host": host_encryption[system_pool.instance_type], "os_disk_type": "Managed",
             "os_sku": os_sku(k8s_version), "type": "VirtualMachineScaleSets", "tags": tags,
             "node_labels": _settable(system_pool.labels)}],
-        opts=pulumi.ResourceOptions(depends_on=[net_role, kms_grant]))
+        # Encryption at host is set when a pool is created, never after (Microsoft's
+        # enable-host-encryption page); a later `up` whose answer changed keeps the pools.
+        opts=pulumi.ResourceOptions(depends_on=[net_role, kms_grant], ignore_changes=[
+            "agentPoolProfiles[0].enableEncryptionAtHost"]))
     # The identity running `up` administers the cluster through Azure RBAC.
     # principal_type: the SDK's default is User; `up` run as a service principal passes
     # reclaunch:principalType=ServicePrincipal (reclaunch.providers.azure.stack_config).
@@ -181,11 +185,11 @@ def program(plan: "Plan") -> None:
             capacity_reservation_group_id=cap.reservation if cap else None,
             availability_zones=plan.zones or None, vnet_subnet_id=subnet.id,
             enable_node_public_ip=False,
-            enable_encryption_at_host=host_encryption, os_disk_type="Managed",
+            enable_encryption_at_host=host_encryption[pool.instance_type], os_disk_type="Managed",
             os_disk_size_gb=OS_DISK_GIB, kubelet_disk_type="OS", os_sku=os_sku(k8s_version),
             node_taints=[c.taint_str(t) for t in pool.taints],
             node_labels=_settable(pool.labels), tags=tags,
-            opts=pulumi.ResourceOptions(ignore_changes=["count"]))
+            opts=pulumi.ResourceOptions(ignore_changes=["count", "enable_encryption_at_host"]))
 
     creds = az.containerservice.list_managed_cluster_user_credentials_output(
         resource_group_name=rg.name, resource_name=aks.name, format="exec")

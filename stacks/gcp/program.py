@@ -35,8 +35,9 @@ GKE_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDU
 # A NO_UPGRADES maintenance exclusion may last at most 30 days (GKE maintenance windows
 # and exclusions doc); it covers the planned job with a day of slack.
 MAX_EXCLUSION_DAYS = 30
-# Jumbo frames on GPU NICs: what Google's A3 guides set for TCPX/TCPXO; RoCE VPCs use 8896.
-FABRIC_MTU = {"tcpx": 8244, "tcpxo": 8244, "rdma": 8896}
+# The fabric networks' MTU is the fabric's facts (reclaunch/providers/gcp/facts.py); a VPC
+# without one takes GCP's default.
+DEFAULT_MTU = 1460
 
 
 # GKE rejects an exclusion that starts in the past; the cluster takes longer than this
@@ -91,15 +92,15 @@ def _fabric_networks(gcp, plan: "Plan", zone: str, project: str):
     """(name, network, subnet) per extra NIC; none for plain Ethernet fabrics."""
     from reclaunch.fabric import get_profile, gke_networks
 
-    kind = c.fabric_kind(plan)
+    fab = c.fabric_facts(plan)
     out = []
     for i, entry in enumerate(n for n in gke_networks(get_profile(plan.fabric), plan.name)
                               if n["network"] != "default"):
         net_name = entry["network"]
-        roce = kind == "rdma" and "-rdma-" in net_name
+        roce = fab.roce and "-rdma-" in net_name
         net = gcp.compute.Network(
             net_name, name=net_name, auto_create_subnetworks=False,
-            mtu=FABRIC_MTU.get(kind, 1460) if "gvnic" not in net_name else 8896,
+            mtu=(fab.mtu or DEFAULT_MTU) if "gvnic" not in net_name else 8896,
             network_profile=(f"projects/{project}/global/networkProfiles/{zone}-vpc-roce"
                              if roce else None))
         sub = gcp.compute.Subnetwork(f"{net_name}-sub", name=f"{net_name}-sub", network=net.id,
@@ -229,7 +230,7 @@ def program(plan: "Plan") -> None:
         k8s.apiextensions.CustomResource(f"{name}-params", api_version="networking.gke.io/v1",
             kind="GKENetworkParamSet", metadata={"name": name},
             spec={"vpc": net.name, "vpcSubnet": sub.name,
-                  "deviceMode": "NetDevice" if c.fabric_kind(plan) != "rdma" else "RDMA"},
+                  "deviceMode": c.fabric_facts(plan).device_mode},
             opts=kopts)
         k8s.apiextensions.CustomResource(f"{name}-network", api_version="networking.gke.io/v1",
             kind="Network", metadata={"name": name},

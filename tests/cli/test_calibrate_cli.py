@@ -166,3 +166,23 @@ def test_import_of_broken_json_names_file_and_line(tmp_path):
         ms.read_export(str(bad))
     assert str(exc.value).startswith(f"{bad}:3: not JSON")
     assert getattr(exc.value, "exit_code", None) == 2
+
+
+def test_calibration_keeps_the_median_of_interleaved_repeats():
+    order = []
+    slow = {(128, 1): 5.0, (1024, 2): 3.0}   # one run of each batch lands in a busy spell
+
+    def runner(doc, trainer):
+        b = doc["job"]["batch_size"]
+        k = sum(1 for x in order if x == b)
+        order.append(b)
+        step = (0.04 + b * 2e-5) * slow.get((b, k), 1.0)
+        return {"step_s": step, "samples_per_s": 2 * b / step, "first_step_s": 9.0 + k}
+
+    c = cal.calibrate(runner=runner, repeats=3)
+    assert order == [128, 1024] * 3            # interleaved: a slow spell hits both sizes alike
+    by_batch = {p.spec_doc["job"]["batch_size"]: p for p in c.points}
+    assert by_batch[128].step_s == pytest.approx(0.04 + 128 * 2e-5)     # the outlier is not kept
+    assert by_batch[1024].step_s == pytest.approx(0.04 + 1024 * 2e-5)
+    assert c.first_step_s == 9.0
+    assert len(cal.calibrate(runner=fake_runner, repeats=1).points) == 2

@@ -19,7 +19,10 @@ TOPS = ("reclaunch", "stacks")
 # catalog is the bottom: pure dated data the spec rules check against (an instance exists,
 # a region sells it); it imports nothing of ours but errors. stacks sits between the planner
 # (whose Plan it builds from) and the manifests (which read its declared StackFacts).
-LAYERS = ["catalog", "spec", "fabric", "planner", "stacks", "manifests", "ui", "runtime",
+# facts is below it: the cloud registry (reclaunch/clouds.py) and each cloud's plain-data
+# reclaunch/providers/<cloud>/facts.py, which it loads by path (the provider package itself,
+# SDKs and runtime, stays in the providers layer and never runs for it).
+LAYERS = ["facts", "catalog", "spec", "fabric", "planner", "stacks", "manifests", "ui", "runtime",
           "providers", "cli"]
 # Leaf utilities every layer may use.
 SHARED = {"reclaunch.errors", "reclaunch.tags", "reclaunch.home", "reclaunch.host", "reclaunch"}
@@ -55,7 +58,9 @@ def imports_of_source(text: str, me: str, mods: dict[str, Path], is_pkg: bool = 
             else:
                 mod = node.module or ""
             names = [mod] + [f"{mod}.{a.name}" for a in node.names]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+        # A facts module (layer "facts") names where the layers above find a cloud's parts
+        # (its provider, its stack): data those layers import, never imported by the facts.
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and not is_facts(me) \
                 and node.value.startswith(tuple(f"{t}." for t in TOPS)) and " " not in node.value:
             names = [node.value.partition(":")[0]]
         for name in names:
@@ -66,11 +71,19 @@ def imports_of_source(text: str, me: str, mods: dict[str, Path], is_pkg: bool = 
     return found
 
 
+def is_facts(mod: str) -> bool:
+    parts = mod.split(".")
+    return mod == "reclaunch.clouds" or (
+        len(parts) == 4 and parts[:2] == ["reclaunch", "providers"] and parts[3] == "facts")
+
+
 def layer(mod: str) -> int | None:
     if mod in SHARED or mod == "reclaunch.__main__":
         return None
     if mod.split(".")[0] == "stacks":
         return LAYERS.index("stacks")
+    if is_facts(mod):
+        return LAYERS.index("facts")
     part = mod.split(".")[1]
     return LAYERS.index(part) if part in LAYERS else None
 

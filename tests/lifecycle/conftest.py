@@ -16,7 +16,7 @@ import pytest
 from rich.console import Console
 
 from reclaunch.runtime.infra import Infra, InfraError
-from reclaunch.runtime.lifecycle import Env
+from reclaunch.runtime.lifecycle import Env, Pacing
 
 ROOT = Path(__file__).resolve().parents[2]
 AWS_EXAMPLE = ROOT / "examples" / "aws-deepfm-p4d.yaml"
@@ -193,7 +193,7 @@ def world():
             console=Console(file=io.StringIO(), width=200), is_tty=lambda: False,
             verify=lambda rec, keep: [u for u in cloud.tagged(rec.name)
                                       if not (keep and u.endswith("::storage"))],
-            extra={"verify_attempts": 1})
+            pacing=Pacing(verify_attempts=1))
         base.update(kw)
         return Env(**base)
 

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from reclaunch.runtime import lifecycle
+from reclaunch.runtime.lifecycle import Pacing
 from reclaunch.errors import PlanError, ProviderError, UsageError
 from reclaunch.runtime.journal import Journal
 from reclaunch.providers import aws
@@ -182,7 +183,7 @@ def aws_env(world, **kw):
     prov = aws.provider(infra=world.infra, kube_for=lambda o: world.kube, clock=world.clock,
                         sleep=world.clock.sleep, console=world.env().console,
                         is_tty=lambda: False, verify=world.env().verify,
-                        extra={"verify_attempts": 1}, **kw)
+                        pacing=Pacing(verify_attempts=1), **kw)
     return prov.env()
 
 

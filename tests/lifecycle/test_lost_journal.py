@@ -11,6 +11,7 @@ import pytest
 from reclaunch.errors import ReclaunchError, UsageError
 from reclaunch.providers import aws
 from reclaunch.runtime import lifecycle
+from reclaunch.runtime.lifecycle import Pacing
 from reclaunch.runtime.backend import redact
 from reclaunch.runtime.journal import Journal
 
@@ -24,7 +25,7 @@ def prov(world, monkeypatch):
     p = aws.provider(infra=world.infra, kube_for=lambda o: world.kube, clock=world.clock,
                      sleep=world.clock.sleep, console=world.env().console,
                      is_tty=lambda: False, verify=world.env().verify,
-                     extra={"verify_attempts": 1})
+                     pacing=Pacing(verify_attempts=1))
     monkeypatch.setattr(p, "cloud", dataclasses.replace(p.cloud, credentials=lambda: None))
     monkeypatch.setattr("reclaunch.providers.get", lambda cloud: p)
     return p

@@ -28,7 +28,7 @@ def test_planted_faults_are_named(home, provider, helpers, capsys):
     spec = helpers.make_spec("diag", args=["--model", "deepfm", "--steps", "80", "--log-every", "10"],
                              env={"RECLAUNCH_FAULT": fault}, teardown="on_completion")
     t0 = time.monotonic()
-    st = provider.up(helpers.local_plan(spec), watch=True, cwd=str(helpers.REPO),
+    st = provider.up(helpers.local_plan(spec), cwd=str(helpers.REPO),
                      console=Console(file=io.StringIO(), width=140), timeout=240)
     assert st.state in ("Succeeded", "Failed"), st.message
     capsys.readouterr()

@@ -15,6 +15,7 @@ from reclaunch.providers.local import proc as lp
 
 from tests.local.test_local_state import DAEMON
 from tests.local.waiting import wait_for
+from reclaunch.providers.options import UpOptions
 
 
 @pytest.mark.timeout(120)
@@ -23,7 +24,7 @@ def test_a_setsid_daemon_does_not_survive_down_after_the_supervisor_was_killed(
     pid_file = tmp_path / "daemon.pid"
     spec = helpers.make_spec("orphan", command=["python", "-c", DAEMON], args=[str(pid_file)],
                              nodes=1, min_nodes=1, max_nodes=1, teardown="never")
-    provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
+    provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
     pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text(), 60, "the daemon"))
     who = ident.identity(pid)
     root = home / "local" / "orphan"
@@ -57,7 +58,7 @@ def test_a_job_printing_garbage_finishes_normally(home, provider, helpers):
     spec = helpers.make_spec("garbage", command=["python", "-c", GARBAGE], args=[],
                              nodes=1, min_nodes=1, max_nodes=1)
     out = io.StringIO()
-    st = provider.up(helpers.local_plan(spec), watch=True, cwd=str(helpers.REPO),
+    st = provider.up(helpers.local_plan(spec), cwd=str(helpers.REPO),
                      console=Console(file=out, width=200))
     assert st.state == "Succeeded", st.message
     state = json.loads((home / "local" / "garbage" / "state.json").read_text())

@@ -14,6 +14,7 @@ from reclaunch.errors import ProviderError, UsageError
 from reclaunch.providers.local import proc as lp
 
 from tests.local.waiting import wait_for  # noqa: E402
+from reclaunch.providers.options import UpOptions
 
 QUICK = ["python", "-c", "import os; print('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'])"]
 
@@ -32,7 +33,7 @@ def test_end_to_end_two_nodes_succeed_and_tear_down(home, provider, helpers):
     spec = helpers.make_spec("e2e", args=["--model", "deepfm", "--steps", "120", "--log-every", "20"])
     out = io.StringIO()
     t0 = time.monotonic()
-    st = provider.up(helpers.local_plan(spec), watch=True, cwd=str(helpers.REPO), console=Console(file=out, width=140))
+    st = provider.up(helpers.local_plan(spec), cwd=str(helpers.REPO), console=Console(file=out, width=140))
     text = out.getvalue()
     assert st.state == "Succeeded", (st.message, text)
     assert "final throughput" in text and "step    120" in text, text
@@ -69,7 +70,7 @@ def test_spot_reclaim_drill_resumes_from_checkpoint(home, provider, node, helper
 
     spec = helpers.make_spec("drill", args=["--model", "deepfm", "--steps", "240", "--log-every", "10"],
                      every_minutes=0.1)
-    provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
+    provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
     wait_for(lambda: (provider.status("drill").details["progress"].get("step") or 0) >= 40, 150,
              "step 40")
     rec = provider.preempt("drill", node, notice=10, replace_after=2)
@@ -105,7 +106,7 @@ def test_failing_command_reports_the_ranks_last_lines(home, provider, helpers):
     cmd = ["python", "-c", "import os,sys; print('loading shard 7 on rank', os.environ['RANK']); "
            "print('ValueError: bad shard header', flush=True); sys.exit(1)"]
     spec = helpers.make_spec("boom", command=cmd, args=[], max_restarts=0)
-    st = provider.up(helpers.local_plan(spec), watch=True, cwd=str(helpers.REPO), console=_quiet())
+    st = provider.up(helpers.local_plan(spec), cwd=str(helpers.REPO), console=_quiet())
     assert st.state == "Failed"
     assert "ValueError: bad shard header" in st.message
     assert st.details["failure"]["rank"] in (0, 1)
@@ -122,12 +123,12 @@ def test_port_in_use_second_up_and_down(home, provider, helpers):
     try:
         cmd = ["python", "-c", "import time; time.sleep(120)"]
         spec = helpers.make_spec("busy", command=cmd, args=[], teardown="never")
-        st = provider.up(helpers.local_plan(spec), watch=False, port=taken, cwd=str(helpers.REPO))
+        st = provider.up(helpers.local_plan(spec), UpOptions(detach=True), port=taken, cwd=str(helpers.REPO))
         port = st.details["port"]
         assert port and port != taken
         assert "in use" in provider.status("busy").message
         with pytest.raises(ProviderError, match="already up"):
-            provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
+            provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
         wait_for(lambda: len(lp.run_pids("busy")) >= 5, 60, "supervisor, 2 agents and 2 workers")
         assert not lp.port_free(port)
         provider.down("busy", yes=True)
@@ -158,7 +159,7 @@ def test_failed_job_kept_for_debugging_goes_after_idle_minutes(home, provider, h
     cmd = ["python", "-c", "import sys; print('boom', flush=True); sys.exit(1)"]
     spec = helpers.make_spec("idle", command=cmd, args=[], max_restarts=0, teardown="on_success")
     spec.teardown.idle_minutes = 0.05          # 3 s; the spec itself asks for >= 1 minute
-    st = provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
+    st = provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
     st = wait_for(lambda: (s := provider.status("idle")).state in lp.TERMINAL and s, 60, "the job to fail")
     assert st.state == "Failed"
     state = wait_for(lambda: (j := lp.read_json(home / "local" / "idle" / "state.json")).get("torn_down") and j,

@@ -21,6 +21,7 @@ from reclaunch.providers.local import ident
 from reclaunch.providers.local import proc as lp
 
 from tests.local.waiting import wait_for  # noqa: E402
+from reclaunch.providers.options import UpOptions
 
 
 def _quiet():
@@ -111,7 +112,7 @@ def test_a_job_that_daemonizes_with_a_clean_environment_does_not_survive_down(
     pid_file = tmp_path / "daemon.pid"
     spec = helpers.make_spec("daemon", command=["python", "-c", DAEMON], args=[str(pid_file)],
                              nodes=1, min_nodes=1, max_nodes=1, teardown="never")
-    provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
+    provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
     pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text(), 60, "the daemon"))
     who = ident.identity(pid)
     try:
@@ -129,18 +130,18 @@ def test_second_up_after_success_says_finished_and_fresh_starts_over(home, provi
            "(d / 'step-1.pt').write_bytes(b'x'); (d / 'log.txt').write_text('ok')"]
     spec = helpers.make_spec("twice", command=cmd, args=[], nodes=1, min_nodes=1, max_nodes=1)
     plan = helpers.local_plan(spec)
-    st = provider.up(plan, watch=True, cwd=str(helpers.REPO), console=_quiet())
+    st = provider.up(plan, cwd=str(helpers.REPO), console=_quiet())
     assert st.state == "Succeeded", st.message
     root = home / "local" / "twice"
     first = json.loads((root / "state.json").read_text())["run_id"]
 
-    again = provider.up(plan, watch=True, cwd=str(helpers.REPO), console=_quiet())
+    again = provider.up(plan, cwd=str(helpers.REPO), console=_quiet())
     assert again.details.get("already_finished") and "already finished" in again.message
     assert "--fresh" in again.message
     assert json.loads((root / "state.json").read_text())["run_id"] == first   # nothing ran
     assert lp.run_pids("twice") == []
 
-    fresh = provider.up(plan, watch=True, cwd=str(helpers.REPO), console=_quiet(), fresh=True)
+    fresh = provider.up(plan, UpOptions(fresh=True), cwd=str(helpers.REPO), console=_quiet())
     assert fresh.state == "Succeeded"
     assert json.loads((root / "state.json").read_text())["run_id"] != first
 

@@ -57,7 +57,7 @@ def test_a_config_error_stops_after_two_attempts(home, provider, helpers, capsys
     cmd = ["python", "-c", "import sys, time; time.sleep(1); print('error: --foo is not a known option', flush=True); sys.exit(2)"]
     spec = helpers.make_spec("cfg", command=cmd, args=[], nodes=1, min_nodes=1, max_nodes=1,
                              max_restarts=6)
-    st = provider.up(helpers.local_plan(spec), watch=True, cwd=str(helpers.REPO), console=_quiet())
+    st = provider.up(helpers.local_plan(spec), cwd=str(helpers.REPO), console=_quiet())
     assert st.state == "Failed"
     assert "same failure on two attempts in a row" in st.message
     assert "error: --foo is not a known option" in st.message

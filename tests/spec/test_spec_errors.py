@@ -25,7 +25,7 @@ BAD = [
     ("typo-top", sub("gpus_per_node: 8", "gpus_per_nodes: 8"), 8, "gpus_per_nodes: unknown field — did you mean gpus_per_node?"),
     ("typo-nested", sub("  batch_size: 4096", "  batchsize: 4096"), 27, "job.batchsize: unknown field — did you mean batch_size?"),
     ("typo-table", sub("{name: user_id, rows: 1e6}", "{name: user_id, row: 1e6}"), 36, "model.tables[0].row: unknown field — did you mean rows?"),
-    ("cloud-typo", sub("cloud: aws", "cloud: gpc"), 4, "cloud: 'gpc' is not one of aws, azure, gcp, local — did you mean gcp?"),
+    ("cloud-typo", sub("cloud: aws", "cloud: gpc"), 4, "cloud: 'gpc' is not one of aws, azure, gcp, kubernetes, local — did you mean gcp?"),
     ("instance-typo", sub("instance_type: p4d.24xlarge", "instance_type: p4d.24xlarg"), 9, "instance_type: 'p4d.24xlarg' is not a known aws GPU instance — did you mean p4d.24xlarge?"),
     ("instance-other-cloud", sub("instance_type: p4d.24xlarge", "instance_type: a3-megagpu-8g"), 9, "it is a gcp instance"),
     ("fabric-ib-on-aws", sub("inter_node: efa", "inter_node: infiniband"), 12, "interconnect.inter_node: p4d.24xlarge has efa, not infiniband"),

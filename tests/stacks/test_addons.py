@@ -137,7 +137,7 @@ def test_manual_prerequisites_name_what_a_person_must_do():
     azure = make_plan("azure")
     lines = manual_prerequisites(azure)
     assert any("AKSInfinibandSupport" in ln for ln in lines)
-    assert not any("EncryptionAtHost" in ln for ln in lines)
+    assert any(ln.startswith("encryption at host is on by default") for ln in lines)
     spec = azure.spec.model_copy(update={"security": azure.spec.security.model_copy(
         update={"encryption_at_host": True})})
     assert any("EncryptionAtHost" in ln for ln in

@@ -74,8 +74,9 @@ def test_volumes_encrypted_and_imdsv2(previews, case):
             assert i["encrypted"] is True
         if r["type"] == "aws:fsx/lustreFileSystem:LustreFileSystem":
             assert i.get("kmsKeyId")
-        if r["type"] == "azure-native:containerservice:AgentPool":   # opt-in: a feature flag
-            assert i["enableEncryptionAtHost"] is plan.spec.security.encryption_at_host
+        if r["type"] == "azure-native:containerservice:AgentPool":   # default: on (preview)
+            assert i["enableEncryptionAtHost"] is (plan.spec.security.encryption_at_host
+                                                   is not False)
         if r["type"] == "azure-native:storage:StorageAccount":
             assert _get(i, "encryption.services.file.enabled") is True
 

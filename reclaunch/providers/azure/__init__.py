@@ -43,6 +43,8 @@ def stack_config(plan) -> dict[str, str]:
     sub = os.environ.get("AZURE_SUBSCRIPTION_ID") or os.environ.get("ARM_SUBSCRIPTION_ID")
     if sub:
         cfg["azure-native:subscriptionId"] = sub
+    from reclaunch.providers.azure.host_encryption import stack_config as host_encryption
+    cfg.update(host_encryption(plan))     # reclaunch:encryptionAtHost, from Azure's answer
     kind = principal_type()
     if kind:   # the RBAC role assignment for the caller must name the right principal type
         cfg["reclaunch:principalType"] = kind
@@ -71,7 +73,8 @@ CLOUD = CloudSpec(name="azure", program="stacks.azure.program:program",
                   credentials=credentials,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
                   kube_versions="reclaunch.providers.azure.versions:offered",
-                  stack_config=stack_config)
+                  stack_config=stack_config,
+                  prerequisites="reclaunch.providers.azure.host_encryption:prerequisites")
 
 
 def provider(**overrides) -> KubeCloudProvider:

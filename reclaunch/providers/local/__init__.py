@@ -16,11 +16,11 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from reclaunch import host
 from reclaunch.errors import MissingExtraError, ProviderError, UsageError
-from reclaunch.providers import JobStatus
+from reclaunch.providers import JobStatus, UpOptions
 from reclaunch.providers.local import proc as lp
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,30 +61,25 @@ class LocalProvider:
                                  f"{procs} training processes on {cores} CPU core(s); at most "
                                  f"{PROCS_PER_CORE * cores} ({PROCS_PER_CORE} per core) here")
 
-    def up(self, plan: "Plan", *, yes: bool = False, watch: bool = True, force: bool = False,
-           preflight: bool = False, detach: bool = False, backend: str | None = None,
-           spec_path: str | None = None, cwd: str | None = None, port: int | None = None,
-           console: Any = None, join_timeout: int = 300, last_call_timeout: int = 10,
-           timeout: float | None = None, fresh: bool = False,
-           on_started: Callable[[], None] | None = None) -> JobStatus:
-        """Start the cluster detached; with watch, follow it live to the end.
+    def up(self, plan: "Plan", options: UpOptions | None = None, *, cwd: str | None = None,
+           port: int | None = None, console: Any = None, join_timeout: int = 300,
+           last_call_timeout: int = 10, timeout: float | None = None) -> JobStatus:
+        """Start the cluster detached; unless options.detach, follow it live to the end.
 
-        Local knobs: cwd (where job.command runs; default the spec file's repo root), port
-        (preferred rendezvous port; a taken one falls back to a free one), console (rich
-        Console), join_timeout, last_call_timeout (seconds), timeout (watch limit, seconds).
-        force/preflight/detach: nothing to force or preflight here; the run is always detached.
+        Local knobs (keywords of this target only): cwd (where job.command runs; default the
+        spec file's repo root), port (preferred rendezvous port; a taken one falls back to a
+        free one), console (rich Console), join_timeout, last_call_timeout (seconds), timeout
+        (watch limit, seconds). options.force/preflight: nothing to force or preflight here.
         """
-        if backend:
+        o = options or UpOptions()
+        if o.backend:
             raise UsageError("--backend is where a cloud stack keeps its Pulumi state; "
                              "cloud: local keeps none")
-        opts = {"spec_path": spec_path, "cwd": cwd, "port": port, "console": console,
-                "join_timeout": join_timeout, "last_call_timeout": last_call_timeout,
-                "timeout": timeout, "fresh": fresh, "on_started": on_started}
         from reclaunch.manifests.env import job_env
 
         self.check_ready(plan)
         spec = plan.spec
-        if watch:  # the same plan a cloud `up` shows before it spends anything
+        if o.watch:  # the same plan a cloud `up` shows before it spends anything
             from reclaunch.ui.console import console as new_console
             from reclaunch.ui.plan import render_plan
 
@@ -104,7 +99,7 @@ class LocalProvider:
             raise ProviderError(f"processes of a previous {spec.name!r} run are still alive",
                                 hint=f"`reclaunch down {spec.name}` stops them")
         from reclaunch.providers.local import rerun
-        if (done := rerun.finished_before(root, old, fresh=bool(opts.get("fresh")))) is not None:
+        if (done := rerun.finished_before(root, old, fresh=o.fresh)) is not None:
             return done   # a second `up` after success: say so instead of training 0 steps
         from reclaunch.manifests.secrets import secret_refs
         from reclaunch.providers.local.secrets import resolve
@@ -134,29 +129,28 @@ class LocalProvider:
             env.setdefault("OMP_NUM_THREADS", str(max(1, host.cpu_count() // plan.world_size)))
         if Path("/sys/class/net/lo").exists() and "GLOO_SOCKET_IFNAME" not in os.environ:
             env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-        cwd = Path(opts.get("cwd") or _repo_root(opts.get("spec_path") or getattr(spec, "_source", None)))
+        where = Path(cwd or _repo_root(o.spec_path or getattr(spec, "_source", None)))
         launch = {
-            "name": spec.name, "run_id": uuid.uuid4().hex[:8], "cwd": str(cwd),
+            "name": spec.name, "run_id": uuid.uuid4().hex[:8], "cwd": str(where),
             "nodes": plan.nodes, "min_nodes": plan.min_nodes, "max_nodes": plan.max_nodes,
             "nproc": plan.gpus_per_node, "max_restarts": spec.job.max_restarts,
             "entry": entrypoint(spec.job.command, spec.job.args), "env": env,
             "image": spec.job.image, "teardown": spec.teardown.when,
             "keep_on_failure": spec.teardown.keep_on_failure,
-            "idle_minutes": spec.teardown.idle_minutes, "port": opts.get("port"),
-            "join_timeout": int(opts.get("join_timeout", 300)),
-            "last_call_timeout": int(opts.get("last_call_timeout", 10)),
+            "idle_minutes": spec.teardown.idle_minutes, "port": port,
+            "join_timeout": int(join_timeout), "last_call_timeout": int(last_call_timeout),
             "spot": plan.spot, "created_at": time.time(),
             # what the run's measurement record is filed under (runtime/measurements.py)
             "measurement_key": _measurement_key(plan),
             "bucket": store,
         }
         lp.write_json(root / "launch.json", launch)
-        _journal(plan, opts.get("spec_path"))
+        _journal(plan, o.spec_path)
         fd = os.open(root / "supervisor.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with open(fd, "ab") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "reclaunch.providers.local.supervisor", str(root)],
-                cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cwd=str(where), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
                 env={**os.environ, lp.MARKER: lp.run_marker(spec.name, launch["run_id"]),
                      "PYTHONPATH": _pythonpath()})
@@ -172,13 +166,13 @@ class LocalProvider:
                 raise ProviderError("local supervisor did not start within 120 s",
                                     hint=f"see {root / 'supervisor.log'}")
             time.sleep(0.1)
-        if opts.get("on_started"):
-            opts["on_started"]()   # the name's lock: `down` may come from another terminal now
-        if not watch:
+        if o.on_started:
+            o.on_started()   # the name's lock: `down` may come from another terminal now
+        if o.detach:
             return self.status(spec.name)
         from reclaunch.providers.local.watch import watch as follow
 
-        return follow(self, spec.name, console=opts.get("console"), timeout=opts.get("timeout"))
+        return follow(self, spec.name, console=console, timeout=timeout)
 
     def status(self, name: str) -> JobStatus:
         from reclaunch.providers.local import view
@@ -283,9 +277,11 @@ class LocalProvider:
 
     def names(self) -> list[str]:
         import re
+
+        from reclaunch.clouds import CLUSTER_NAME
         base = lp.home()   # only names a cluster can have: a stray "../x" or "[/b]" dir is none
         return sorted(p.name for p in base.iterdir()
-                      if re.fullmatch(r"[a-z0-9-]{1,40}", p.name) and self.holds(p.name))
+                      if re.fullmatch(CLUSTER_NAME, p.name) and self.holds(p.name))
 
     def interrupted_hint(self, name: str, path: str) -> str:
         return (f"a local cluster runs on without `up`: `reclaunch status {name}` shows it, "

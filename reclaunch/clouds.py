@@ -1,0 +1,232 @@
+"""The one registry of targets and fabrics, and the shape of what each declares.
+
+Every fact about a cloud that a pure layer needs (the spec's choices, storage kinds,
+reservations, the cluster-name rule, spot taints, node reserves, planner prices, preview mock
+outputs, its add-ons and fabrics) is declared once, in that cloud's own package:
+`reclaunch/providers/<cloud>/facts.py`, a module of plain data that imports nothing but this
+one. This module sits at the bottom of the layers (tests/layout: "facts"), so catalog, spec,
+fabric, planner, stacks and manifests all read the same object (SkyPilot keeps a cloud's facts
+on one `Cloud` class; dstack names every backend in one `BackendType`).
+
+A facts file is loaded from its path, never by importing its package: `providers/<cloud>/
+__init__.py` is the provider (SDKs, the runtime) and must not run when the catalog asks which
+clouds exist. A cloud outside this tree registers through RECLAUNCH_CLOUDS, a comma-separated
+list of importable modules that each define FACTS (a CloudFacts); `reload()` re-reads both.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Iterator, Mapping
+
+# The one registry line per built-in cloud: its provider package under reclaunch/providers/.
+BUILTIN: tuple[str, ...] = ("aws", "azure", "gcp", "kubernetes", "local")
+PLUGINS_ENV = "RECLAUNCH_CLOUDS"
+
+# A cluster name: it names the stack, the tags, the journal record and a directory, never a
+# path (spec.Spec.name, the CLI verbs and the journal all check this one pattern).
+CLUSTER_NAME = r"[a-z0-9-]{1,40}"
+# What a cluster name must also be on a target whose names reach Kubernetes: the PyTorchJob's
+# per-replica Services must be DNS-1035 labels (start with a letter:
+# kubernetes.io/docs/concepts/overview/working-with-objects/names), as must GCP resource names
+# (cloud.google.com/compute/docs/naming-resources: [a-z]([-a-z0-9]*[a-z0-9])?).
+DNS_1035 = (r"[a-z]([-a-z0-9]*[a-z0-9])?",
+            "must start with a letter and end with a letter or digit (a DNS-1035 label: "
+            "Kubernetes Service and GCP resource names are made from it)")
+
+
+def _ro(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True)
+class FabricFacts:
+    """What the stacks and add-ons need to know of an inter-node fabric (the NCCL side of it
+    is its FabricProfile rows in reclaunch/fabric/profiles.py, or `profiles`)."""
+
+    name: str
+    addons: tuple[str, ...] = ()         # k8s/addons.yaml entries only this fabric needs
+    nic: str | None = None               # extra NIC type each GPU node attaches ("efa")
+    node_group: bool = False             # nodes share the fabric per pool (InfiniBand: per VMSS)
+    mtu: int | None = None               # MTU of the fabric's own VPC networks (GKE multi-NIC)
+    device_mode: str = "NetDevice"       # GKENetworkParamSet deviceMode of those networks
+    roce: bool = False                   # its networks take the zone's RoCE network profile
+    prerequisites: tuple[str, ...] = ()  # manual steps a cluster on this fabric needs first
+    selectable: bool = True              # a value of `interconnect.inter_node`
+    generic: bool = False                # offered by several clouds (listed last)
+    profiles: str | None = None          # "module:ATTR", FabricProfiles outside fabric/profiles.py
+
+
+ETHERNET = FabricFacts("ethernet", generic=True)
+GLOO = FabricFacts("gloo", selectable=False)   # torch.distributed over loopback (cloud: local)
+
+
+@dataclass(frozen=True)
+class PreviewFacts:
+    """What `reclaunch preview` (Pulumi mocks) needs of a cloud's SDK."""
+
+    sdk_packages: Mapping[str, str] = field(default_factory=_ro)  # type prefix -> Python package
+    nested_tags: Mapping[str, str] = field(default_factory=_ro)   # type -> input holding tags
+    # (type, name, inputs) -> outputs a program reads back; (token, args, region) -> result.
+    outputs: Callable[[str, str, dict], dict] = lambda typ, name, inputs: {}
+    calls: Callable[[str, dict, str], dict] = lambda token, args, region: {}
+
+
+@dataclass(frozen=True)
+class CloudFacts:
+    name: str
+    kind: str                                  # "kube": a Pulumi stack + PyTorchJob; "here"
+    provider: str                              # module whose provider() is the Provider
+    stack: str | None = None                   # stacks package (stacks.StackFacts), if any
+    storage: tuple[str, ...] = ("none",)       # spec.facts.STORAGE_KINDS this target provides
+    reservation_kinds: tuple[str, ...] = ()    # spec.rules.RESERVATION_ID kinds it sells
+    encryption_at_host: bool = False           # security.encryption_at_host is a choice here
+    name_rule: tuple[str, str] = DNS_1035      # (regex, why) a cluster name must match
+    fabrics: tuple[FabricFacts, ...] = ()
+    addons: tuple[str, ...] = ()               # k8s/addons.yaml entries only this cloud installs
+    spot_tolerations: tuple[Mapping[str, str], ...] = ()   # taints its managed spot pools carry
+    # Node label -> {value: "spot" | "on-demand"}: how a node says what capacity it is.
+    capacity_labels: Mapping[str, Mapping[str, str]] = field(default_factory=_ro)
+    # Kubelet reserve of its managed nodes (manifests/allocatable.py evaluates it) and the
+    # system-pool machine shapes {type: (vcpus, GiB)} its stack uses.
+    allocatable: Mapping[str, Any] | None = None
+    system_shapes: Mapping[str, tuple[int, float]] = field(default_factory=_ro)
+    # planner.yaml's per-cloud numbers: reclaim_rate_per_node_hour, control_plane_usd_per_hour,
+    # pvc_usd_per_gb_month (each with its source in the facts file).
+    planner: Mapping[str, float] = field(default_factory=_ro)
+    preview: PreviewFacts = field(default_factory=PreviewFacts)
+    offers: str | None = None                  # catalog rows CSV next to the facts file
+    home: Path | None = None                   # the facts file's folder (set by the loader)
+
+    @property
+    def runs_here(self) -> bool:
+        return self.kind == "here"
+
+
+def _load_file(cloud: str) -> CloudFacts:
+    home = Path(__file__).with_name("providers") / cloud
+    # Registered under its package's name, so a provider that imports its own facts module
+    # gets this same object; the package's __init__ (the provider) does not run. PathFinder
+    # over that one folder also finds it inside a wheel run as a zip (zipimport).
+    name = f"{__package__}.providers.{cloud}.facts"
+    if name not in sys.modules:
+        spec = importlib.machinery.PathFinder.find_spec(name, [str(home)])
+        if spec is None:
+            raise ImportError(f"no facts.py for cloud {cloud!r} in {home}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return _placed(sys.modules[name].FACTS, home)
+
+
+def _placed(facts: CloudFacts, home: Path) -> CloudFacts:
+    from dataclasses import replace
+
+    return facts if facts.home else replace(facts, home=home)
+
+
+def _load_plugin(module: str) -> CloudFacts:
+    mod = importlib.import_module(module)
+    return _placed(mod.FACTS, Path(mod.__file__).parent)
+
+
+_registry: dict[str, CloudFacts] | None = None
+_generation = 0
+
+
+def _all() -> dict[str, CloudFacts]:
+    global _registry
+    if _registry is None:
+        found = {c: _load_file(c) for c in BUILTIN}
+        for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+            f = _load_plugin(module)
+            found[f.name] = f
+        _registry = found
+    return _registry
+
+
+def reload() -> None:
+    """Read the registry again (after RECLAUNCH_CLOUDS changed); caches keyed by generation()
+    (the bundled catalog, the fabric profiles) follow."""
+    global _registry, _generation
+    _registry = None
+    _generation += 1
+
+
+def generation() -> int:
+    return _generation
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_all())
+
+
+def kube_names() -> tuple[str, ...]:
+    return tuple(c for c, f in _all().items() if f.kind == "kube")
+
+
+def known(cloud: str) -> bool:
+    return cloud in _all()
+
+
+def get(cloud: str) -> CloudFacts:
+    """The facts of `cloud`; KeyError names the known ones (callers validated the spec first)."""
+    try:
+        return _all()[cloud]
+    except KeyError:
+        raise KeyError(f"unknown cloud {cloud!r}; known: {', '.join(_all())}") from None
+
+
+def all_facts() -> Iterator[CloudFacts]:
+    return iter(_all().values())
+
+
+def fabrics() -> dict[str, FabricFacts]:
+    """Every fabric any target declares, by name; generic ones (ethernet) last."""
+    out: dict[str, FabricFacts] = {}
+    for f in _all().values():
+        for fab in f.fabrics:
+            out.setdefault(fab.name, fab)
+    return dict(sorted(out.items(), key=lambda kv: kv[1].generic))
+
+
+def fabric(name: str) -> FabricFacts:
+    return fabrics().get(name) or FabricFacts(name)
+
+
+def selectable_fabrics() -> tuple[str, ...]:
+    """The values `interconnect.inter_node` takes besides "auto"."""
+    return tuple(n for n, f in fabrics().items() if f.selectable)
+
+
+def clouds_with_fabric(name: str) -> tuple[str, ...]:
+    return tuple(c for c, f in _all().items() if any(fab.name == name for fab in f.fabrics))
+
+
+class PerCloud(Mapping[str, Any]):
+    """{cloud: one field of its facts}, read live (a registered cloud shows up at once)."""
+
+    def __init__(self, pick: Callable[[CloudFacts], Any]) -> None:
+        self._pick = pick
+
+    def __getitem__(self, cloud: str) -> Any:
+        if cloud not in _all():
+            raise KeyError(cloud)
+        return self._pick(_all()[cloud])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_all())
+
+    def __len__(self) -> int:
+        return len(_all())

@@ -1,0 +1,81 @@
+"""The connection to a cluster you bring: the kubeconfig from the usual places.
+
+KUBECONFIG (one path or several joined by ':', merged as kubectl does), else ~/.kube/config;
+`kubernetes.context` picks a context (default: the current one). Credentials (tokens, exec
+plugins such as `aws eks get-token` or `gke-gcloud-auth-plugin`) are the kubeconfig's own:
+reclaunch never stores them. The official `kubernetes` client is imported only here, lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from reclaunch.errors import ProviderError, require
+
+CRD = "pytorchjobs.kubeflow.org"
+
+
+def kubeconfig_path() -> str:
+    return os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+
+
+def current_context() -> str:
+    k8s = require("kubernetes", "k8s")
+    try:
+        _, active = k8s.config.list_kube_config_contexts(config_file=kubeconfig_path())
+    except Exception as exc:   # noqa: BLE001 - missing file, bad YAML: one line
+        raise ProviderError(f"cannot read the kubeconfig {kubeconfig_path()}: {exc}",
+                            hint="set KUBECONFIG or kubernetes.context") from None
+    return active["name"]
+
+
+def connect(context: str | None):
+    """A runtime.kube.Kube for `context` (None: the kubeconfig's current context)."""
+    from reclaunch.runtime.kube import Kube
+    k8s = require("kubernetes", "k8s")
+    path = kubeconfig_path()
+    if not any(Path(p).is_file() for p in path.split(os.pathsep)):
+        raise ProviderError(f"no kubeconfig at {path}",
+                            hint="set KUBECONFIG, or `aws eks update-kubeconfig` / "
+                            "`gcloud container clusters get-credentials` / `az aks get-credentials`")
+    try:
+        client = k8s.config.new_client_from_config(config_file=path, context=context)
+    except Exception as exc:   # noqa: BLE001 - unknown context, bad file
+        raise ProviderError(f"kubeconfig {path}: {exc}".splitlines()[0],
+                            hint="`kubectl config get-contexts` lists the contexts") from None
+    return Kube(client)
+
+
+def context_name(context: str | None) -> str:
+    return context or current_context()
+
+
+def operator_problem(kube: Any) -> str | None:
+    """Why the training operator is not usable (None: the PyTorchJob CRD is served)."""
+    crd = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", CRD)
+    if crd is None:
+        return (f"the cluster has no {CRD} CustomResourceDefinition: the Kubeflow training "
+                "operator is not installed")
+    versions = [v.get("name") for v in (crd.get("spec") or {}).get("versions") or []
+                if v.get("served")]
+    if "v1" not in versions:
+        return f"{CRD} serves {', '.join(versions) or 'no version'}, not v1"
+    return None
+
+
+OPERATOR_FIX = ("install it: kubectl apply --server-side -k "
+                "\"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.8.1\"")
+
+
+def operator_check(plan, check_type):
+    """`reclaunch check FILE`: is the training operator there (providers/check.py's Check)."""
+    try:
+        problem = operator_problem(connect(plan.region))
+    except ProviderError as exc:
+        return check_type("training operator", False, f"cannot reach {plan.region}: {exc}",
+                          exc.hint, needed=True)
+    return check_type("training operator", problem is None,
+                      problem or f"{CRD} v1 is served in {plan.region}",
+                      OPERATOR_FIX if problem else None, needed=True)
