@@ -10,6 +10,7 @@ import yaml
 
 from reclaunch.errors import ProviderError
 from reclaunch.providers.local import proc as lp
+from reclaunch.providers.options import UpOptions
 from reclaunch.spec import parse_spec
 from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
 
@@ -35,7 +36,7 @@ def test_reclaim_resumes_from_the_bucket_and_down_deletes_it(home, provider, hel
     import dcp_ckpt
 
     spec = bucket_spec(helpers, "s3drill")
-    provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
+    provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
     tags = {t["Key"]: t["Value"] for t in s3.client.get_bucket_tagging(Bucket=BUCKET)["TagSet"]}
     assert tags == {CLUSTER_TAG: "s3drill", MANAGED_TAG: "true"}
     wait_for(lambda: (provider.status("s3drill").details["progress"].get("step") or 0) >= 40, 150, "step 40")
@@ -60,14 +61,14 @@ def test_reclaim_resumes_from_the_bucket_and_down_deletes_it(home, provider, hel
 def test_down_keep_storage_keeps_the_bucket_and_a_named_bucket_loses_only_its_prefix(
         home, provider, helpers, s3):  # noqa: F811
     spec = bucket_spec(helpers, "s3keep", steps=20, every=0.01)
-    provider.up(helpers.local_plan(spec), watch=False, cwd=str(helpers.REPO))
+    provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
     wait_for(lambda: provider.status("s3keep").state in lp.TERMINAL or None, 150, "the job to end")
     provider.down("s3keep", yes=True, keep_storage=True)
     assert [k for k in s3.keys(BUCKET, "s3keep/ckpt/") if k.endswith("meta.json")]
     # A bucket the user named (storage.kind none): down deletes the job's prefix, not the bucket.
     s3.client.put_object(Bucket=BUCKET, Key="someone-else/data.bin", Body=b"1")
     named = bucket_spec(helpers, "s3named", kind="none", steps=20, every=0.01)
-    provider.up(helpers.local_plan(named), watch=False, cwd=str(helpers.REPO))
+    provider.up(helpers.local_plan(named), UpOptions(detach=True), cwd=str(helpers.REPO))
     wait_for(lambda: provider.status("s3named").state in lp.TERMINAL or None, 150, "the job to end")
     assert s3.keys(BUCKET, "s3named/ckpt/")
     provider.down("s3named", yes=True)
@@ -77,5 +78,5 @@ def test_down_keep_storage_keeps_the_bucket_and_a_named_bucket_loses_only_its_pr
 
 def test_a_named_bucket_that_does_not_exist_stops_up(home, provider, helpers, s3):  # noqa: F811
     with pytest.raises(ProviderError, match=f"s3://{BUCKET}"):
-        provider.up(helpers.local_plan(bucket_spec(helpers, "s3none", kind="none")), watch=False,
+        provider.up(helpers.local_plan(bucket_spec(helpers, "s3none", kind="none")), UpOptions(detach=True),
                     cwd=str(helpers.REPO))
