@@ -10,10 +10,10 @@ example on every cloud, and `reclaunch preview` runs it on the user's spec (its 
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Callable
 
 from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
+from stacks import bucket_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -136,9 +136,10 @@ def volumes_encrypted(plan: "Plan", rs: list[dict]) -> list[str]:
         if t == "azure-native:containerservice:ManagedCluster":
             for prof in i.get("agentPoolProfiles") or []:
                 out += _host_encryption(plan, f"{r['name']}/{prof.get('name')}", prof)
+        service = "file" if i.get("kind") == "FileStorage" else "blob"   # Files share / checkpoint blobs
         if t == "azure-native:storage:StorageAccount" and \
-                _get(i, "encryption.services.file.enabled") is not True:
-            out.append(f"{r['name']}: file encryption off")
+                _get(i, f"encryption.services.{service}.enabled") is not True:
+            out.append(f"{r['name']}: {service} encryption off")
     return out
 
 
@@ -154,14 +155,7 @@ def _host_encryption(plan: "Plan", name: str, pool: dict) -> list[str]:
                                       f"expected {'on' if expected else 'off'}"]
 
 
-def _statements(doc: Any) -> list[dict]:
-    if isinstance(doc, str):
-        try:
-            doc = json.loads(doc)
-        except ValueError:
-            return []
-    st = (doc or {}).get("Statement") or []
-    return st if isinstance(st, list) else [st]
+_statements = bucket_policy.statements
 
 
 def scoped_iam(plan: "Plan", rs: list[dict]) -> list[str]:
@@ -211,6 +205,7 @@ POLICIES: dict[str, Callable[["Plan", list[dict]], list[str]]] = {
     "tagged": tagged, "control-plane-private": control_plane_private,
     "no-world-ssh": no_world_ssh, "volumes-encrypted": volumes_encrypted,
     "scoped-iam": scoped_iam, "gpu-pools-pinned": gpu_pools_pinned,
+    "bucket-private": bucket_policy.bucket_private, "bucket-scoped": bucket_policy.bucket_scoped,
 }
 
 

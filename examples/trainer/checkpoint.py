@@ -6,6 +6,10 @@ directory is fsynced. A reader therefore never sees a torn ckpt-*.pt; should sto
 still corrupt one, the header's length + sha256 catch it and `latest_valid` skips to the
 next newest. The whole payload is buffered in memory — right for this reference trainer,
 not for 100 GB embeddings (use torch.distributed.checkpoint there).
+
+In a bucket (CHECKPOINT_DIR=s3://..., store.py) there is no rename; one PUT of the whole
+object is visible only once complete, and the same header (length + sha256, checked on load)
+rejects anything torn, so `latest_valid` falls back exactly as on a file system.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from typing import Any
 
 import torch
 
+import store
+
 MAGIC = b"RECLAUNCH-CKPT-1\n"
 _NAME = re.compile(r"^ckpt-(\d+)\.pt$")
 
@@ -27,6 +33,8 @@ class CorruptCheckpoint(Exception):
 
 
 def path_for(directory: str, step: int) -> str:
+    if store.is_url(directory):
+        return store.join(directory, f"ckpt-{step:010d}.pt")
     return os.path.join(directory, f"ckpt-{step:010d}.pt")
 
 
@@ -69,14 +77,22 @@ def save(directory: str, step: int, state: dict[str, Any], keep: int = 3) -> str
     payload = buf.getvalue()
     header = MAGIC + len(payload).to_bytes(8, "little") + hashlib.sha256(payload).digest()
     path = path_for(directory, step)
-    atomic_write_bytes(path, header + payload)
+    if store.is_url(path):
+        fs, p = store.filesystem(path)
+        fs.pipe_file(p, header + payload)
+    else:
+        atomic_write_bytes(path, header + payload)
     prune(directory, keep)
     return path
 
 
 def load(path: str, map_location: Any = "cpu") -> dict[str, Any]:
-    with open(path, "rb") as f:
-        blob = f.read()
+    if store.is_url(path):
+        fs, p = store.filesystem(path)
+        blob = fs.cat_file(p)
+    else:
+        with open(path, "rb") as f:
+            blob = f.read()
     n = len(MAGIC)
     if len(blob) < n + 40 or blob[:n] != MAGIC:
         raise CorruptCheckpoint(f"{path}: bad header")
@@ -89,6 +105,10 @@ def load(path: str, map_location: Any = "cpu") -> dict[str, Any]:
 
 def list_checkpoints(directory: str) -> list[tuple[int, str]]:
     """(step, path) of every final-named checkpoint, oldest first; tmp files never match."""
+    if store.is_url(directory):
+        fs, p = store.filesystem(directory)
+        return sorted((int(m.group(1)), path_for(directory, int(m.group(1))))
+                      for name in store.children(fs, p) if (m := _NAME.match(name)))
     if not directory or not os.path.isdir(directory):
         return []
     found = [(int(m.group(1)), os.path.join(directory, name))
@@ -110,13 +130,19 @@ def prune(directory: str, keep: int) -> None:
         return
     for _, path in list_checkpoints(directory)[:-keep]:
         try:
-            os.unlink(path)
+            if store.is_url(path):
+                fs, p = store.filesystem(path)
+                fs.rm_file(p)
+            else:
+                os.unlink(path)
         except FileNotFoundError:
             pass
 
 
 def remove_stale_tmp(directory: str) -> None:
     """Leftovers of a writer killed mid-write; call only where no writer is active."""
+    if store.is_url(directory):
+        return   # a killed PUT leaves no object (an unfinished multipart upload is not listed)
     if not directory or not os.path.isdir(directory):
         return
     for name in os.listdir(directory):

@@ -14,6 +14,8 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
+import store
+
 NUM_DENSE = 13
 NUM_SPARSE = 26
 # Criteo 1TB cardinalities scaled to CPU size (capped at 10k rows): ~68k rows in all.
@@ -110,12 +112,16 @@ class ShardReader:
     def __init__(self, data_dir: str, batch_size: int, rank: int = 0, world_size: int = 1):
         self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
         self.parts: list[Batch] = []
-        for dense_path in sorted(glob.glob(os.path.join(data_dir, "**", "*dense*.npy"), recursive=True)):
+        if store.is_url(data_dir):
+            self.parts = _bucket_parts(data_dir)
+        for dense_path in ([] if store.is_url(data_dir) else
+                           sorted(glob.glob(os.path.join(data_dir, "**", "*dense*.npy"), recursive=True))):
             head, name = os.path.split(dense_path)
             arrays = [np.load(os.path.join(head, name.replace("dense", kind)), mmap_mode="r")
                       for kind in ("dense", "sparse", "labels")]
             self.parts.append(tuple(arrays))
-        parquet = sorted(glob.glob(os.path.join(data_dir, "**", "*.parquet"), recursive=True))
+        parquet = [] if store.is_url(data_dir) else \
+            sorted(glob.glob(os.path.join(data_dir, "**", "*.parquet"), recursive=True))
         if parquet:
             self.parts += [_read_parquet(p) for p in parquet]
         if not self.parts:
@@ -143,7 +149,25 @@ class ShardReader:
         return dense, sparse, labels
 
 
-def _read_parquet(path: str) -> Batch:
+def _bucket_parts(url: str) -> list[Batch]:
+    """Shards in a bucket (dataset.path: s3://...), read through fsspec: whole objects into
+    memory (a bucket has no mmap), the same formats and order as a directory."""
+    import io
+
+    fs, root = store.filesystem(url)
+    found = sorted(fs.find(root))
+    parts: list[Batch] = []
+    for dense in (p for p in found if p.endswith(".npy") and "dense" in p.rsplit("/", 1)[-1]):
+        head, name = dense.rsplit("/", 1)
+        parts.append(tuple(np.load(io.BytesIO(fs.cat_file(f"{head}/{name.replace('dense', kind)}")))
+                           for kind in ("dense", "sparse", "labels")))
+    for pq_path in (p for p in found if p.endswith(".parquet")):
+        with fs.open(pq_path, "rb") as f:
+            parts.append(_read_parquet(f))
+    return parts
+
+
+def _read_parquet(path) -> Batch:
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:  # optional: only needed for parquet shards
@@ -157,6 +181,10 @@ def _read_parquet(path: str) -> Batch:
 
 
 def has_shards(data_dir: str | None) -> bool:
+    if store.is_url(data_dir):
+        fs, root = store.filesystem(data_dir)
+        return any(p.endswith(".parquet") or (p.endswith(".npy") and "dense" in p.rsplit("/", 1)[-1])
+                   for p in fs.find(root))
     if not data_dir or not os.path.isdir(data_dir):
         return False
     return any(glob.glob(os.path.join(data_dir, "**", pat), recursive=True) for pat in ("*dense*.npy", "*.parquet"))

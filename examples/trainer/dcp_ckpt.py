@@ -16,6 +16,11 @@ to host memory, the step loop continues, and the write runs on a thread over a g
 completes, DCP's finish step has gathered every rank's write result, so rank 0 commits
 (meta.json + rename) from the done-callback. A killed writer leaves only `.step-N.tmp`, which
 the next start removes. The next save, the SIGTERM save and the exit wait for a pending one.
+
+CHECKPOINT_DIR may be a bucket URL (s3://, gs://, az://): DCP then writes through fsspec
+(FsspecWriter/FsspecReader) straight into `step-<N>/`, and meta.json, written last by rank 0
+after every rank's shards are uploaded, is the marker (store.py): a step without it, or whose
+objects differ from the sizes it lists, is never resumed from and is deleted at the next start.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 
 import checkpoint
+import store
 
 _NAME = re.compile(r"^step-(\d+)$")
 META = "meta.json"
@@ -36,7 +42,18 @@ _pending = {"future": None, "group": None}
 
 
 def path_for(directory: str, step: int) -> str:
+    if store.is_url(directory):
+        return store.join(directory, f"step-{step:010d}")
     return os.path.join(directory, f"step-{step:010d}")
+
+
+def _writer(path: str):
+    """DCP's storage for `path`: a bucket through fsspec, else the directory itself."""
+    if not store.is_url(path):
+        return {"checkpoint_id": path}
+    from torch.distributed.checkpoint._fsspec_filesystem import FsspecWriter
+
+    return {"storage_writer": FsspecWriter(path, sync_files=False)}
 
 
 def _sizes(path: str) -> dict[str, int]:
@@ -60,6 +77,11 @@ def wait_pending() -> None:
 
 
 def _commit(directory: str, tmp: str, final: str, step: int, meta: dict, keep: int) -> None:
+    if store.is_url(directory):   # tmp == final: the marker, written last, makes it visible
+        fs, path = store.filesystem(final)
+        store.write_marker(fs, path, META, {**meta, "step": step, "files": store.sizes(fs, path, META)})
+        prune(directory, keep)
+        return
     doc = {**meta, "step": step, "files": _sizes(tmp)}
     checkpoint.atomic_write_bytes(os.path.join(tmp, META), (json.dumps(doc, indent=1) + "\n").encode())
     os.rename(tmp, final)
@@ -68,12 +90,11 @@ def _commit(directory: str, tmp: str, final: str, step: int, meta: dict, keep: i
 
 
 def _cpu_group():
-    """async_save needs a process group with a CPU backend: the default one if it has it."""
+    """async_save needs a process group with a CPU backend, and one of its own: its finish
+    step (a gather on the writer thread) must not interleave with the step loop's collectives
+    on the default group, which deadlocks once an upload (a bucket) outlasts a step."""
     if not dist.is_initialized():
         return None
-    default = dist.group.WORLD
-    if dist.get_backend(default) == "gloo":
-        return default
     if _pending["group"] is None:
         _pending["group"] = dist.new_group(backend="gloo")   # collective: every rank saves together
     return _pending["group"]
@@ -83,8 +104,12 @@ def save(directory: str, step: int, state: dict, meta: dict, keep: int, is_main:
          background: bool = False) -> str:
     wait_pending()
     final = path_for(directory, step)
-    tmp = os.path.join(directory, f".step-{step:010d}.tmp")
-    if is_main:
+    url = store.is_url(directory)
+    tmp = final if url else os.path.join(directory, f".step-{step:010d}.tmp")
+    if is_main and url:
+        fs, path = store.filesystem(final)
+        store.remove(fs, path, META)     # same step saved before: marker first, then its shards
+    elif is_main:
         os.makedirs(directory, exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)
         if os.path.isdir(final):         # same step saved before (a rerun of a finished job)
@@ -93,7 +118,7 @@ def save(directory: str, step: int, state: dict, meta: dict, keep: int, is_main:
     fut = None
     if background and hasattr(dcp, "async_save") and not _pending.get("sync_only"):
         try:
-            fut = dcp.async_save(state, checkpoint_id=tmp, process_group=_cpu_group())
+            fut = dcp.async_save(state, **_writer(tmp), process_group=_cpu_group())
         except RuntimeError as exc:
             # torch 2.11's DefaultStager deep-copies tensors with data_ptr(), which TorchRec's
             # ShardedTensor does not implement: staging fails before anything is written (the
@@ -118,7 +143,7 @@ def save(directory: str, step: int, state: dict, meta: dict, keep: int, is_main:
             fut = done
         _pending["future"] = fut
         return final
-    dcp.save(state, checkpoint_id=tmp)
+    dcp.save(state, **_writer(tmp))
     _barrier()
     if is_main:
         _commit(directory, tmp, final, step, meta, keep)
@@ -127,6 +152,10 @@ def save(directory: str, step: int, state: dict, meta: dict, keep: int, is_main:
 
 
 def list_checkpoints(directory: str) -> list[tuple[int, str]]:
+    if store.is_url(directory):
+        fs, path = store.filesystem(directory)
+        return sorted((int(m.group(1)), path_for(directory, int(m.group(1))))
+                      for n in store.children(fs, path) if (m := _NAME.match(n)))
     if not directory or not os.path.isdir(directory):
         return []
     return sorted((int(m.group(1)), os.path.join(directory, n))
@@ -134,6 +163,9 @@ def list_checkpoints(directory: str) -> list[tuple[int, str]]:
 
 
 def verify(path: str) -> dict:
+    if store.is_url(path):
+        fs, p = store.filesystem(path)
+        return store.read_marker(fs, p, META)
     with open(os.path.join(path, META)) as f:
         meta = json.load(f)
     files = meta.get("files") or {}
@@ -146,7 +178,9 @@ def latest(directory: str, is_main: bool, log=print) -> tuple[str, dict] | None:
     """Rank 0 picks the newest checkpoint that verifies and tells the others (a broadcast,
     so every rank loads the same one even if a newer one appears meanwhile)."""
     found = None
-    if is_main and directory:
+    if is_main and store.is_url(directory):
+        found = _latest_in_bucket(directory, log)
+    elif is_main and directory:
         for tmp in (n for n in os.listdir(directory) if n.startswith(".step-")) if os.path.isdir(directory) else ():
             shutil.rmtree(os.path.join(directory, tmp), ignore_errors=True)   # a killed writer's leftovers
         for _, path in reversed(list_checkpoints(directory)):
@@ -162,7 +196,29 @@ def latest(directory: str, is_main: bool, log=print) -> tuple[str, dict] | None:
     return found
 
 
+def _latest_in_bucket(directory: str, log) -> tuple[str, dict] | None:
+    """Newest step whose marker verifies; steps without one are a killed writer's torn
+    uploads (no writer runs while the job restores) and are deleted."""
+    found = None
+    for _, path in reversed(list_checkpoints(directory)):
+        try:
+            meta = verify(path)
+        except Exception as exc:  # no marker, sizes differ, unreadable: never resumed from
+            log(f"warn skipping_checkpoint={path} reason={type(exc).__name__}:{str(exc)[:160]}")
+            if isinstance(exc, (FileNotFoundError, ValueError)):   # torn, not merely unreachable
+                fs, p = store.filesystem(path)
+                store.remove(fs, p, META)
+            continue
+        found = found or (path, meta)
+    return found
+
+
 def load(path: str, state: dict) -> None:
+    if store.is_url(path):
+        from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader
+
+        dcp.load(state, storage_reader=FsspecReader(path))
+        return
     dcp.load(state, checkpoint_id=path)
 
 
@@ -170,4 +226,8 @@ def prune(directory: str, keep: int) -> None:
     if keep <= 0:
         return
     for _, path in list_checkpoints(directory)[:-keep]:
-        shutil.rmtree(path, ignore_errors=True)
+        if store.is_url(path):
+            fs, p = store.filesystem(path)
+            store.remove(fs, p, META)
+        else:
+            shutil.rmtree(path, ignore_errors=True)

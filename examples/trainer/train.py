@@ -29,6 +29,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import checkpoint  # noqa: E402
+import store  # noqa: E402
 import data  # noqa: E402
 import metrics  # noqa: E402
 import sharding  # noqa: E402
@@ -106,6 +107,8 @@ class StopFlag:
 def result_path(args) -> str | None:
     if args.result:
         return args.result
+    if args.checkpoint_dir and store.is_url(args.checkpoint_dir):
+        return store.join(args.checkpoint_dir, "result.json")    # next to the step-N/ prefixes
     if args.checkpoint_dir:
         return os.path.join(os.path.dirname(os.path.abspath(args.checkpoint_dir)), "result.json")
     return None
@@ -113,7 +116,10 @@ def result_path(args) -> str | None:
 
 def write_result(args, summary: dict) -> None:
     path = result_path(args)
-    if path:
+    if path and store.is_url(path):
+        fs, p = store.filesystem(path)
+        fs.pipe_file(p, (json.dumps(summary, indent=2) + "\n").encode())
+    elif path:
         checkpoint.atomic_write_bytes(path, (json.dumps(summary, indent=2) + "\n").encode())
 
 
@@ -187,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     engine, plan = make_engine(args, d, log)
     sharded = engine.name == "torchrec"
     fingerprint = config_fingerprint(args, plan)
-    if d.is_main and args.checkpoint_dir:
+    if d.is_main and args.checkpoint_dir and not store.is_url(args.checkpoint_dir):
         os.makedirs(args.checkpoint_dir, exist_ok=True)
     start_step, extras, found = engine.restore(args.checkpoint_dir, fingerprint) if args.checkpoint_dir \
         else (0, {}, None)

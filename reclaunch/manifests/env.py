@@ -39,10 +39,18 @@ def storage_paths(plan: "Plan", local_root: str | Path | None = None) -> tuple[s
     lives on it. With `local_root` (cloud: local) the hostpath volume is `local_root/data`, a
     path under mount_path maps into it, and a relative checkpoint path is `local_root/<path>`.
     """
+    from reclaunch.spec.buckets import is_url
+    from reclaunch.spec.facts import MOUNTED_STORAGE
+
     spec = plan.spec
     mount = spec.storage.mount_path
-    has_storage = spec.storage.kind != "none"
+    has_storage = spec.storage.kind in MOUNTED_STORAGE
     ckpt = spec.job.checkpoint.path
+    if is_url(ckpt) or is_url(spec.job.dataset.path):
+        # Object storage: the trainer opens the URLs through fsspec (examples/trainer/store.py).
+        url_data = spec.job.dataset.path if is_url(spec.job.dataset.path) else None
+        base, ckpt_dir = storage_paths(_without_urls(plan), local_root)
+        return url_data or base, ckpt if is_url(ckpt) else ckpt_dir
     if local_root is None:
         data_dir = mount if has_storage else None
         if not posixpath.isabs(ckpt) and has_storage:
@@ -62,6 +70,19 @@ def storage_paths(plan: "Plan", local_root: str | Path | None = None) -> tuple[s
     else:
         ckpt_dir = Path(ckpt)
     return data_dir, str(ckpt_dir)
+
+
+def _without_urls(plan: "Plan"):
+    """The plan with its URL paths cleared, for the file-system half of storage_paths."""
+    from types import SimpleNamespace
+
+    from reclaunch.spec.buckets import is_url
+
+    job = plan.spec.job
+    dataset = job.dataset.model_copy(update={"path": None}) if is_url(job.dataset.path) else job.dataset
+    ckpt = job.checkpoint.model_copy(update={"path": "ckpt"}) if is_url(job.checkpoint.path) else job.checkpoint
+    spec = plan.spec.model_copy(update={"job": job.model_copy(update={"dataset": dataset, "checkpoint": ckpt})})
+    return SimpleNamespace(spec=spec)
 
 
 def sharding_json(plan: "Plan", indent: int | None = None) -> str:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 LOCAL_IMAGE = "reclaunch-trainer:local"
 MASTER_PORT = 23456                          # the training operator's default port
 # Kinds the stack provisions and binds as `<name>-data`; the rest are claimed here.
-from reclaunch.spec.facts import STACK_PROVISIONED  # noqa: E402  (the one storage table)
+from reclaunch.spec.facts import MOUNTED_STORAGE, STACK_PROVISIONED  # noqa: E402  (the one storage table)
 TTL_AFTER_FINISHED = 24 * 3600               # keep finished pods' logs for a day
 
 
@@ -133,7 +133,7 @@ def _storage(plan: "Plan") -> tuple[list[dict], list[dict], list[dict]]:
     """-> (objects to create, volumes, volume mounts) for spec.storage."""
     st = plan.spec.storage
     claim = f"{plan.name}-data"
-    if st.kind in ("none", "hostpath"):
+    if st.kind not in MOUNTED_STORAGE or st.kind == "hostpath":   # none, bucket (fsspec), local
         return [], [], []
     objs = []
     if st.kind not in STACK_PROVISIONED:
@@ -157,6 +157,7 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     from reclaunch.fabric import ld_library_export, nccl_env
     from reclaunch.manifests.env import job_env
     from reclaunch.manifests.secrets import secret_refs, value_from
+    from reclaunch.manifests.stackfacts import pod_identity
 
     spec = plan.spec
     req = requirements(plan)
@@ -196,7 +197,12 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
         "ports": [{"name": "pytorchjob-port", "containerPort": MASTER_PORT}],
         "resources": pod_resources(plan),
     }
-    return pod_template(plan, container, req, job_name=plan.name, volumes=volumes, mounts=mounts)
+    tpl = pod_template(plan, container, req, job_name=plan.name, volumes=volumes, mounts=mounts)
+    if ident := pod_identity(plan):   # checkpoints in a bucket: the job's own identity (stacks/identity.py)
+        tpl["spec"]["serviceAccountName"] = ident["service_account"]
+        tpl["metadata"]["labels"].update(ident["labels"])
+        tpl["spec"]["containers"][0]["env"][:0] = _env_list(ident["env"])
+    return tpl
 
 
 def pod_template(plan: "Plan", container: dict[str, Any], req: Any, *, job_name: str,

@@ -36,6 +36,13 @@ def job_placement(plan: "Plan") -> dict[str, Any]:
     return stacks.job_placement(plan)
 
 
+def pod_identity(plan: "Plan") -> dict[str, Any]:
+    """{service_account, labels, env} of the job's workload identity for bucket checkpoints."""
+    from stacks.identity import pod_identity as facts
+
+    return facts(plan)
+
+
 def node_pools(plan: "Plan") -> list[Any]:
     return stacks.node_pools(plan)
 

@@ -199,6 +199,11 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
                     "storage": c["storage_source"],
                     "price": offer.source if offer is not None else None},
     }
+    from reclaunch.planner.bucket_cost import checkpoint_cost, notice_warning as bucket_notice
+    if (ck := checkpoint_cost(spec, cloud, nodes, world, hours)) is not None:
+        consts["checkpoint_bucket"] = ck.to_json()   # bytes, write time, storage + request USD
+        if (w := bucket_notice(spec, cloud, ck)) and w not in warnings:
+            warnings.append(w)
     if offer is None:
         consts["note"] = f"cloud: local: CPU processes over gloo; throughput {evi.calibration}"
     lo, hi = min(spec.min_nodes, nodes), max(spec.max_nodes, nodes)

@@ -13,6 +13,7 @@ class StorageFacts(NamedTuple):
     # Substrings of the cloud resource kinds / Pulumi types that hold the data: `down
     # --keep-storage` keeps them, and teardown verification does not count them as leftovers.
     resource_hints: tuple[str, ...] = ()
+    mounted: bool = True         # pods mount it (a bucket is reached through fsspec, not a volume)
 
 
 # The one table of storage kinds (spec rules, render, keep-storage and sweep all read it).
@@ -27,12 +28,16 @@ STORAGE_KINDS: dict[str, StorageFacts] = {
     "pvc": StorageFacts(True, False,
                         ("persistentvolume", "volume", "/disk:disk", "compute/disk", "disk")),
     "hostpath": StorageFacts(False, False, ()),
+    # An object-store bucket for checkpoints (job.checkpoint.path: s3:// gs:// az://): the stack
+    # creates it (cloud: local creates it at AWS_ENDPOINT_URL); no volume, no mount.
+    "bucket": StorageFacts(False, False, ("bucket", "blobcontainer", "storageaccount"), mounted=False),
     "none": StorageFacts(False, False, ()),
 }
 
 STORAGE_BY_CLOUD: Mapping[str, tuple[str, ...]] = clouds.PerCloud(lambda f: f.storage)
 SIZED_STORAGE = tuple(k for k, f in STORAGE_KINDS.items() if f.sized)
 STACK_PROVISIONED = tuple(k for k, f in STORAGE_KINDS.items() if f.created_by_stack)
+MOUNTED_STORAGE = tuple(k for k, f in STORAGE_KINDS.items() if f.mounted and k != "none")
 STORAGE_RESOURCE_HINTS = tuple(dict.fromkeys(h for f in STORAGE_KINDS.values() for h in f.resource_hints))
 
 # What a cluster name must be on each target (clouds.DNS_1035 unless its facts say otherwise).

@@ -156,14 +156,16 @@ class Autoscaling(Strict):
 
 
 class Checkpoint(Strict):
-    path: str = "/data/ckpt"
+    path: str = Field("/data/ckpt", min_length=1, max_length=1024, description=(
+        "A path on the storage mount, or a bucket URL (s3://BUCKET/PREFIX, gs://, az://, "
+        "abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX): spot then needs no file system"))
     every_minutes: Float = Field(15, gt=0, le=7 * 24 * 60)
 
 
 class Dataset(Strict):
     samples: Count = Field(ge=1, le=10**15)
     epochs: Float = Field(1, gt=0, le=10_000)
-    path: str | None = Field(None, description="Where real shards live on the storage mount")
+    path: str | None = Field(None, description="Where real shards live: on the storage mount, or a bucket URL (s3://...)")
 
 
 class Job(Strict):

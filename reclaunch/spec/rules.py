@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.spec.models import Spec
 
 from reclaunch import clouds
-from reclaunch.spec import job_rules
+from reclaunch.spec import buckets, job_rules
 from reclaunch.spec.facts import (  # noqa: F401
     LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, SIZED_STORAGE, STORAGE_BY_CLOUD,
     own_cluster, own_clusters, runs_here)
@@ -84,6 +84,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         # The stack mounts an existing CephFS through ceph-csi; it cannot create one.
         out.append((("storage", "existing"), "required for storage kind cephfs: "
                     "'<clusterID>/<fsName>' of the existing file system"))
+    out += _bucket_rules(s)
     out += _capacity_rules(s)
     out += job_rules.table_names(s) + job_rules.din_sequence(s)
     out += pin_problems(s.model)          # a sharding the table's TorchRec module cannot take
@@ -210,16 +211,38 @@ def _capacity_rules(s: "Spec") -> list[Problem]:
     return out
 
 
+def _bucket_rules(s: "Spec") -> list[Problem]:
+    """job.checkpoint.path / job.dataset.path as s3:// gs:// az:// URLs (spec/buckets.py)."""
+    out: list[Problem] = []
+    created = s.storage.kind == "bucket"
+    ckpt, data = s.job.checkpoint.path, s.job.dataset.path
+    for where, path, want_prefix in ((("job", "checkpoint", "path"), ckpt, True),
+                                     (("job", "dataset", "path"), data, False)):
+        if buckets.is_url(path):
+            out += [(where, m) for m in buckets.problems(path, s.cloud, created=created and
+                                                         where[1] == "checkpoint", want_prefix=want_prefix)]
+    if created and not buckets.is_url(ckpt):
+        out.append((("storage", "kind"), "bucket stores checkpoints in object storage: set "
+                    "job.checkpoint.path to a URL such as s3://BUCKET/PREFIX (gs://, az:// on gcp, azure)"))
+    if created and s.job.dataset.path and not buckets.is_url(data):
+        out.append((("job", "dataset", "path"), "storage.kind bucket mounts no file system: "
+                    "give the dataset as a URL (s3://BUCKET/PREFIX) or use a file system kind"))
+    return out
+
+
 def _spot_checkpoints(s: "Spec", kinds: tuple[str, ...]) -> list[Problem]:
     """A reclaim deletes the node with the container's filesystem: spot checkpoints must be
-    on storage every node mounts, or each reclaim restarts training from step 0."""
+    on storage every node mounts, or in a bucket, or each reclaim restarts training from step 0."""
     ckpt, mount = s.job.checkpoint.path, s.storage.mount_path.rstrip("/")
-    if s.storage.kind == "none":
-        shared = ", ".join(k for k in kinds if k != "none")
+    if buckets.is_url(ckpt):
+        return []   # object storage outlives every node (the bucket rules above checked it)
+    if s.storage.kind in ("none", "bucket"):
+        shared = ", ".join(k for k in kinds if k not in ("none", "bucket"))
         # Reported at spot.enabled (the line the user wrote; `storage` may be absent).
         return [(("spot", "enabled"), "needs storage for checkpoints every node mounts (a "
-                 "reclaimed node takes the container's files with it): storage.kind is none; "
-                 f"set storage.kind ({shared}) or spot.enabled: false")]
+                 f"reclaimed node takes the container's files with it): storage.kind is {s.storage.kind}; "
+                 f"set storage.kind ({shared}), job.checkpoint.path to a bucket URL "
+                 "(s3://BUCKET/PREFIX), or spot.enabled: false")]
     if ckpt.startswith("/") and ckpt != mount and not ckpt.startswith(mount + "/"):
         return [(("job", "checkpoint", "path"), f"{ckpt} is outside the storage mount {mount}: "
                  "with spot.enabled a reclaim would lose it; use a path under it or a relative one")]

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from reclaunch.errors import require
 from stacks import common as c
+from stacks import identity
+from stacks.aws import bucket as s3bucket
 from stacks.aws import interruption
 from stacks.aws.network import network as _network
 from stacks import versions
@@ -307,6 +309,11 @@ def program(plan: "Plan") -> None:
             provider=provider, role=nth_role, depends_on=[system], account=account)
     storage_id = _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
                           kms, provider, list(installed.values()))
+    if identity.grants(plan):   # checkpoints in S3: the job's own Pod Identity (bucket.py)
+        trainer_role = _role(aws, pulumi, plan, "trainer-role", "pods.eks.amazonaws.com", [], tags)
+        storage_id = s3bucket.bucket_and_identity(
+            aws, pulumi, k8s, plan, tags=tags, kms=kms, cluster=cluster, provider=provider,
+            role=trainer_role, depends_on=[system]) or storage_id
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", cluster.name)
     pulumi.export("node_pools", [p.cloud_name for p in pools if p.role == "gpu"])

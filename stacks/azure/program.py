@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from reclaunch.errors import require
 from stacks import common as c
 from stacks import versions
+from stacks.azure import bucket as blob
 from stacks.azure.pools import node_pools, os_sku
 from stacks.azure.host_encryption import settings
 from stacks.azure.secrets import secrets_key
@@ -206,6 +207,9 @@ def program(plan: "Plan") -> None:
     installed = c.install_addons(k8s, pulumi, plan, provider)
     storage_id = storage(az, pulumi, k8s, plan, rg, vnet, subnet, nsg, tags, provider,
                          list(installed.values()), lustre_subnet=LUSTRE_SUBNET)
+    storage_id = blob.bucket_and_identity(   # checkpoints in Blob: the job's workload identity
+        az, pulumi, k8s, plan, rg=rg, aks=aks, tags=tags, client=client, role_id=_role_id,
+        provider=provider, depends_on=list(installed.values())) or storage_id
 
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", aks.name)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from reclaunch.errors import require
 from stacks import common as c
 from stacks import versions
+from stacks.gcp import bucket as gcs
 from stacks.gcp.secrets import secrets_key
 from stacks.gcp.pools import (COMPUTE_CLASS_LABEL, SYSTEM_MACHINE, accelerator, compute_class,
                               node_pools)
@@ -250,6 +251,9 @@ def program(plan: "Plan") -> None:
     installed = c.install_addons(k8s, pulumi, plan, provider,
                                  depends_on=list(gpu_pools.values()))
     storage_id = _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider)
+    storage_id = gcs.bucket_and_identity(   # checkpoints in GCS: the job's Workload Identity
+        gcp, pulumi, k8s, plan, project=project, labels=labels, location=plan.region,
+        provider=provider, depends_on=list(gpu_pools.values())) or storage_id
 
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", cluster.name)

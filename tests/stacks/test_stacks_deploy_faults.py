@@ -77,7 +77,9 @@ def test_gpu_nodes_register_the_labels_and_hugepages_the_plugins_need(previews):
 
 def test_autoscaler_policy_is_scoped_to_our_groups(previews):
     _, res = previews("aws")
-    doc = json.loads(_of(res, "aws:iam/rolePolicy:RolePolicy")[0]["inputs"]["policy"])
+    # By name: Pulumi registers independent resources in no fixed order.
+    doc = json.loads(next(r for r in _of(res, "aws:iam/rolePolicy:RolePolicy")
+                          if r["name"].endswith("autoscaler-policy"))["inputs"]["policy"])
     mutate = next(s for s in doc["Statement"] if "autoscaling:SetDesiredCapacity" in s["Action"])
     assert all(r.endswith(("/criteo-deepfm-gpu-spot", "/criteo-deepfm-gpu-od"))
                for r in mutate["Resource"])

@@ -45,7 +45,7 @@ def _calls(token: str, args: dict, region: str) -> dict:
 
 FACTS = CloudFacts(
     name="aws", kind="kube", provider="reclaunch.providers.aws", stack="stacks.aws",
-    storage=("fsx-lustre", "efs", "cephfs", "pvc", "none"),
+    storage=("fsx-lustre", "efs", "cephfs", "pvc", "bucket", "none"),
     reservation_kinds=("odcr", "capacity-block"),
     fabrics=(EFA, ETHERNET),
     addons=("nvidia-device-plugin", "cluster-autoscaler", "aws-fsx-csi-driver"),

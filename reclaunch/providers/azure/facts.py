@@ -19,7 +19,11 @@ def _outputs(typ: str, name: str, inputs: dict) -> dict:
     return {
         # Inputs list identity ids; the output is a map keyed by id.
         "azure-native:containerservice:ManagedCluster": {
-            "identity": {"type": "UserAssigned", "userAssignedIdentities": {}}},
+            "identity": {"type": "UserAssigned", "userAssignedIdentities": {}},
+            "oidcIssuerProfile": {"issuerURL": f"https://eastus.oic.prod-aks.azure.com/mock/{name}/"}},
+        # Workload identity (stacks/azure/bucket.py) reads these back into the job's ServiceAccount.
+        "azure-native:managedidentity:UserAssignedIdentity": {
+            "clientId": "00000000-0000-0000-0000-0000000c1d00", "principalId": f"{name}-principal"},
         # A documentation address (RFC 5737) for the NAT gateway's public IP.
         "azure-native:network:PublicIPAddress": {"ipAddress": "198.51.100.10"},
         "azure-native:keyvault:Key": {"keyUriWithVersion": "https://kv-mock.vault.azure.net/keys/etcd/0123456789abcdef"},
@@ -46,7 +50,7 @@ def _calls(token: str, args: dict, region: str) -> dict:
 
 FACTS = CloudFacts(
     name="azure", kind="kube", provider="reclaunch.providers.azure", stack="stacks.azure",
-    storage=("azure-lustre", "azure-files", "cephfs", "pvc", "none"),
+    storage=("azure-lustre", "azure-files", "cephfs", "pvc", "bucket", "none"),
     reservation_kinds=("azure-crg",),
     encryption_at_host=True,   # the others always encrypt at the host
     fabrics=(INFINIBAND, ETHERNET),

@@ -22,6 +22,9 @@ def _outputs(typ: str, name: str, inputs: dict) -> dict:
             {**(inputs.get("networks") or [{}])[0], "ipAddresses": ["10.2.0.9"]}]},
         "gcp:container/cluster:Cluster": {"endpoint": "10.0.0.2",
                                           "masterAuth": {"clusterCaCertificate": ca}},
+        # Workload identity (stacks/gcp/bucket.py) annotates the job's ServiceAccount with it.
+        "gcp:serviceaccount/account:Account": {
+            "email": f"{inputs.get('accountId', name)}@mock-project.iam.gserviceaccount.com"},
     }.get(typ, {})
 
 
@@ -36,7 +39,7 @@ def _calls(token: str, args: dict, region: str) -> dict:
 
 FACTS = CloudFacts(
     name="gcp", kind="kube", provider="reclaunch.providers.gcp", stack="stacks.gcp",
-    storage=("filestore", "cephfs", "pvc", "none"),
+    storage=("filestore", "cephfs", "pvc", "bucket", "none"),
     reservation_kinds=("gcp-reservation",),
     fabrics=(TCPX, TCPXO, RDMA, ETHERNET),
     addons=("gke-nvidia-gpu-device-plugin",),

@@ -113,10 +113,14 @@ class LocalProvider:
             root.mkdir(parents=True, exist_ok=True)
             root.chmod(0o700)
             env = {**job_env(plan, local_root=root), **secrets}
-            env["CHECKPOINT_DIR"] = _checkpoint_dir(spec, root, env["CHECKPOINT_DIR"])
+            from reclaunch.providers.local import bucket
+            if (store := bucket.facts(spec)) is None:
+                env["CHECKPOINT_DIR"] = _checkpoint_dir(spec, root, env["CHECKPOINT_DIR"])
+                Path(env["CHECKPOINT_DIR"]).mkdir(parents=True, exist_ok=True)
+            else:   # s3://: the bucket at AWS_ENDPOINT_URL (bucket.py); down reads launch.json
+                store["note"] = bucket.ensure(spec.name, store)
             if spec.storage.kind == "hostpath":
                 (root / "data").mkdir(exist_ok=True)
-            Path(env["CHECKPOINT_DIR"]).mkdir(parents=True, exist_ok=True)
         finally:
             os.umask(umask)
         env.setdefault("RECLAUNCH_RESULT", str(root / "result.json"))
@@ -138,6 +142,7 @@ class LocalProvider:
             "spot": plan.spot, "created_at": time.time(),
             # what the run's measurement record is filed under (runtime/measurements.py)
             "measurement_key": _measurement_key(plan),
+            "bucket": store,
         }
         lp.write_json(root / "launch.json", launch)
         _journal(plan, o.spec_path)

@@ -24,6 +24,9 @@ def finished_before(root: Path, old: dict[str, Any] | None, *, fresh: bool) -> J
     name = root.name
     if fresh:
         ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")
+        if isinstance(ckpt, str) and "://" in ckpt:
+            raise UsageError(f"--fresh: the checkpoints of {name} are in {ckpt}; `reclaunch down "
+                             f"{name}` deletes them (or remove that prefix yourself)")
         if isinstance(ckpt, str) and ckpt:
             path = Path(ckpt).resolve()
             if not path.is_relative_to(root.resolve()):

@@ -80,6 +80,14 @@ def down(root: Path, name: str, *, keep_storage: bool = False, grace: float = 15
                             f"{','.join(map(str, left))}`, then rerun `reclaunch down {name}`")
     stopped = "no process left (checked by run marker)" + (
         f", port {state['port']} freed" if state.get("port") else "")
+    store = (lp.read_json(root / "launch.json") or {}).get("bucket")
+    if isinstance(store, dict) and store.get("bucket"):   # checkpoints in S3 (bucket.py)
+        from reclaunch.providers.local import bucket
+        if keep_storage:
+            kept = f"s3://{store['bucket']}/{store.get('prefix', '')}"
+            print(f"{name}: kept {'bucket ' if store.get('created') else ''}{kept}")
+        else:
+            print(f"{name}: {bucket.delete(store)}")
     if keep_storage:
         keep = {"data"}
         ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")

@@ -1,0 +1,93 @@
+"""Policy checks for checkpoint buckets and the job's workload identity (stacks/policy.py runs them).
+
+- bucket-private: every bucket the stack creates blocks public access, encrypts, and expires
+  old checkpoints (S3: BucketPublicAccessBlock all four, SSE, lifecycle; GCS: public access
+  prevention enforced, uniform bucket-level access; Azure: no public blob access, no shared keys).
+- bucket-scoped: no identity gets object-store rights beyond named buckets: no `s3:*` / `*`
+  action, no S3 action on `*` or `arn:aws:s3:::*`, no storage role on a GCP project, no
+  Storage Blob Data role above a container.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+# learn.microsoft.com/azure/role-based-access-control/built-in-roles/storage
+BLOB_DATA_ROLES = ("ba92f5b4-2d11-453d-a403-e96b0029c9fe",   # Storage Blob Data Contributor
+                   "b7e6dc6d-f1e8-4753-8033-0f276bb0955b",   # Storage Blob Data Owner
+                   "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1")   # Storage Blob Data Reader
+
+
+def statements(doc: Any) -> list[dict]:
+    """An IAM policy document's statements (a JSON string or a dict); [] when unreadable."""
+    import json
+
+    if isinstance(doc, str):
+        try:
+            doc = json.loads(doc)
+        except ValueError:
+            return []
+    st = (doc or {}).get("Statement") or []
+    return st if isinstance(st, list) else [st]
+
+
+def _refs(rs: list[dict], type_: str, name: str) -> list[dict]:
+    """Resources of type_ whose `bucket` input is the bucket `name` (by mock id or name)."""
+    return [r for r in rs if r["type"] == type_ and str(r["inputs"].get("bucket", "")).startswith(name)]
+
+
+def _list(v: Any) -> list:
+    return [v] if isinstance(v, str) else list(v or [])
+
+
+def bucket_private(plan: "Plan", rs: list[dict]) -> list[str]:
+    out = []
+    for r in rs:
+        i, t, n = r["inputs"], r["type"], r["name"]
+        if t == "aws:s3/bucket:Bucket":
+            pab = _refs(rs, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", n)
+            if not pab or not all(pab[0]["inputs"].get(k) is True for k in (
+                    "blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")):
+                out.append(f"{n}: S3 bucket without a full public access block")
+            if not _refs(rs, "aws:s3/bucketServerSideEncryptionConfiguration:"
+                             "BucketServerSideEncryptionConfiguration", n):
+                out.append(f"{n}: S3 bucket without default encryption")
+            if not _refs(rs, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", n):
+                out.append(f"{n}: S3 bucket without a lifecycle rule for old checkpoints")
+        if t == "gcp:storage/bucket:Bucket":
+            if i.get("publicAccessPrevention") != "enforced" or i.get("uniformBucketLevelAccess") is not True:
+                out.append(f"{n}: GCS bucket not private (public access prevention, uniform access)")
+            if not i.get("lifecycleRules"):
+                out.append(f"{n}: GCS bucket without a lifecycle rule for old checkpoints")
+        if t == "azure-native:storage:StorageAccount" and i.get("kind") == "StorageV2" and \
+                (i.get("allowBlobPublicAccess") is not False or i.get("allowSharedKeyAccess") is not False):
+            out.append(f"{n}: storage account allows public blobs or shared keys")
+    return out
+
+
+def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:
+    out = []
+    for r in rs:
+        i, t, n = r["inputs"], r["type"], r["name"]
+        if t in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"):
+            for st in statements(i.get("policy")):
+                if st.get("Effect") != "Allow":
+                    continue
+                acts, res = _list(st.get("Action")), _list(st.get("Resource"))
+                if any(a in ("*", "s3:*") for a in acts):
+                    out.append(f"{n}: {'/'.join(a for a in acts if a in ('*', 's3:*'))} grants all of S3")
+                s3 = [a for a in acts if a.startswith("s3:")]
+                if s3 and any(x in ("*", "arn:aws:s3:::*", "arn:aws:s3:::*/*") for x in res):
+                    out.append(f"{n}: {', '.join(s3)} on every bucket")
+        # Read-only project roles stay allowed: the node account's objectViewer pulls images.
+        if t == "gcp:projects/iAMMember:IAMMember" and str(i.get("role", "")).startswith("roles/storage.") \
+                and not str(i.get("role")).endswith("Viewer"):
+            out.append(f"{n}: {i['role']} on the whole project (grant it on the bucket)")
+        if t == "azure-native:authorization:RoleAssignment" and \
+                str(i.get("roleDefinitionId", "")).rsplit("/", 1)[-1] in BLOB_DATA_ROLES and \
+                "/blobServices/default/containers/" not in str(i.get("scope", "")):
+            out.append(f"{n}: blob data role above a container ({i.get('scope')})")
+    return out

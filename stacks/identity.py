@@ -1,0 +1,98 @@
+"""The training job's own identity for checkpoints (and data) in a bucket: pure facts + one helper.
+
+With job.checkpoint.path (or job.dataset.path) a bucket URL, the job pods run as the
+Kubernetes ServiceAccount `<name>-trainer`, which the stack binds to a cloud identity allowed
+on that bucket and prefix only (stacks/<cloud>/bucket.py): EKS Pod Identity, GKE Workload
+Identity, AKS workload identity. No node-wide role gets bucket rights, no key is stored in a
+manifest or Secret. The stack creates the ServiceAccount (it carries the cloud identity's id,
+known only after `up`); render names it on the pods and adds the pod label the cloud's
+webhook needs (AKS). Import-free, like stacks.common's pure part.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from reclaunch.spec.buckets import BucketURL, is_url, parse
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reclaunch.planner.model import Plan
+
+# AKS: the mutating webhook injects the federated token only into pods with this label
+# (learn.microsoft.com/azure/aks/workload-identity-deploy-cluster, "Deploy your application").
+POD_LABELS: dict[str, dict[str, str]] = {"azure": {"azure.workload.identity/use": "true"}}
+# Checkpoints older than this many days expire by the bucket's lifecycle rule (the trainer
+# keeps the last K itself; this catches the prefixes of runs nobody deleted), and unfinished
+# multipart uploads (a writer killed mid-checkpoint) are aborted after a day.
+EXPIRE_DAYS = 30
+ABORT_UPLOADS_DAYS = 1
+
+
+class Grant(NamedTuple):
+    url: BucketURL
+    write: bool        # checkpoints: read, write, delete; datasets: read
+
+
+def grants(plan: "Plan") -> list[Grant]:
+    """The prefixes the job's identity may use ([] = checkpoints are on a file system)."""
+    job = plan.spec.job
+    out = []
+    if is_url(job.checkpoint.path):
+        out.append(Grant(parse(job.checkpoint.path), True))
+    if is_url(job.dataset.path):
+        out.append(Grant(parse(job.dataset.path), False))
+    return out
+
+
+def created(plan: "Plan") -> BucketURL | None:
+    """The bucket the stack creates (storage.kind: bucket), else None (the user's own)."""
+    g = grants(plan)
+    return g[0].url if plan.spec.storage.kind == "bucket" and g and g[0].write else None
+
+
+def service_account(plan: "Plan") -> str | None:
+    return f"{plan.name}-trainer" if grants(plan) else None
+
+
+def account_name(plan: "Plan") -> str:
+    """Azure: the created storage account's name: 3-24 lowercase letters/digits, globally
+    unique, stable per cluster (a hash of name and region), so render can hand it to the
+    trainer (stacks/azure/bucket.py creates it)."""
+    base = re.sub(r"[^a-z0-9]", "", plan.name)[:14]
+    return f"rl{base}{hashlib.sha256(f'{plan.name}/{plan.region}'.encode()).hexdigest()[:8]}"
+
+
+def _azure_env(plan: "Plan") -> dict[str, str]:
+    # adlfs reads the account from AZURE_STORAGE_ACCOUNT_NAME when the URL names none.
+    u = created(plan)
+    return {"AZURE_STORAGE_ACCOUNT_NAME": account_name(plan)} if u is not None and not u.account else {}
+
+
+POD_ENV = {"azure": _azure_env}
+
+
+def pod_identity(plan: "Plan") -> dict[str, Any]:
+    """{service_account, labels, env} the job pods carry ({} without a bucket)."""
+    sa = service_account(plan)
+    if sa is None or plan.cloud not in ("aws", "azure", "gcp"):
+        return {}
+    env = POD_ENV[plan.cloud](plan) if plan.cloud in POD_ENV else {}
+    return {"service_account": sa, "labels": dict(POD_LABELS.get(plan.cloud, {})), "env": env}
+
+
+def kube_service_account(k8s: Any, pulumi: Any, plan: "Plan", provider: Any,
+                         annotations: dict | None = None, depends_on: list | None = None):
+    """The job's Namespace and ServiceAccount (render applies the same Namespace later; server-
+    side apply shares it). Labels: the cluster's, like everything reclaunch creates."""
+    from stacks import common as c
+
+    opts = pulumi.ResourceOptions(provider=provider, depends_on=depends_on or [])
+    ns = k8s.core.v1.Namespace(c.name(plan, "ns"), metadata={
+        "name": plan.spec.namespace, "labels": c.labels(plan)}, opts=opts)
+    return k8s.core.v1.ServiceAccount(c.name(plan, "trainer-sa"), metadata={
+        "name": service_account(plan), "namespace": plan.spec.namespace,
+        "labels": c.labels(plan), "annotations": annotations or {}},
+        automount_service_account_token=True,
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=[ns, *(depends_on or [])]))

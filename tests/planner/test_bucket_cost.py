@@ -1,0 +1,58 @@
+"""Checkpoints in a bucket: priced (storage + requests) and timed, from dated data (bucket_cost.py)."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from reclaunch.planner import make_plan
+from reclaunch.planner.bucket_cost import checkpoint_bytes, checkpoint_cost, data
+from reclaunch.spec import load_spec
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_every_target_has_dated_sourced_prices():
+    d = data()
+    dt.date.fromisoformat(d["gathered"])
+    for cloud in ("aws", "gcp", "azure", "local"):
+        p = d["prices"][cloud]
+        assert p["source"] and p["storage_usd_per_gb_month"] >= 0 and p["write_usd_per_1000"] >= 0
+
+
+def test_the_plan_prices_and_times_the_bucket():
+    spec = load_spec(EXAMPLES / "aws-spot-bucket.yaml")
+    plan = make_plan(spec)
+    ck = plan.constants["checkpoint_bucket"]
+    assert ck["bytes"] == checkpoint_bytes(spec) > 10e9        # DLRM tables + Adam/SGD state
+    rate = data()["write_gb_per_s_per_node"]
+    assert ck["write_seconds"] == pytest.approx(ck["bytes"] / 1e9 / (rate * plan.nodes), abs=0.1)
+    assert ck["storage_usd"] > 0 and ck["requests_usd"] > 0
+    # The bucket is the job's only storage: its cost is the storage line item.
+    assert plan.cost.storage_usd == pytest.approx(ck["storage_usd"] + ck["requests_usd"], rel=0.05)
+
+
+def test_more_checkpoints_cost_more_requests_and_fs_checkpoints_none():
+    spec = load_spec(EXAMPLES / "aws-spot-bucket.yaml")
+    often = spec.model_copy(update={"job": spec.job.model_copy(update={
+        "checkpoint": spec.job.checkpoint.model_copy(update={"every_minutes": 1})})})
+    a, b = checkpoint_cost(spec, "aws", 2, 16, 10.0), checkpoint_cost(often, "aws", 2, 16, 10.0)
+    assert b.checkpoints == 600 and a.checkpoints == 40 and b.requests_usd > a.requests_usd * 10
+    assert checkpoint_cost(spec, "local", 2, 16, 10.0).storage_usd == 0.0
+    fs = load_spec(EXAMPLES / "aws-auto-h100.yaml")
+    assert checkpoint_cost(fs, "aws", 2, 16, 10.0) is None
+    assert "checkpoint_bucket" not in make_plan(fs).constants
+
+
+def test_a_checkpoint_longer_than_the_spot_notice_is_a_warning():
+    from reclaunch.planner.bucket_cost import notice_warning
+
+    spec = load_spec(EXAMPLES / "aws-spot-bucket.yaml")
+    ck = checkpoint_cost(spec, "aws", 2, 16, 1.0)
+    assert notice_warning(spec, "aws", ck) is None                      # ~50 s < 120 s
+    slow = dataclasses.replace(ck, write_seconds=300.0)
+    assert "120 s spot notice" in notice_warning(spec, "aws", slow)
+    assert notice_warning(spec.model_copy(update={"spot": spec.spot.model_copy(update={"enabled": False})}),
+                          "aws", slow) is None
