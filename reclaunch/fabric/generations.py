@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reclaunch.fabric.profiles import (
-    DATE, HGX_H100, PCIE_GEN4, PROFILES as BASE, FabricProfile, Member, _EFA_FALLBACK, _EFA_GDR,
-    _EFA_HUGEPAGES, _EFA_LIBS, _EFA_LOW, _EFA_SOURCE, _GKE_SOURCE, _ro)
+    HGX_H100, PCIE_GEN4, PROFILES as BASE, FabricProfile, Member, _EFA_SOURCE, _GKE_SOURCE, _ro)
 
 # HGX B200 all_reduce busbw is not in fabrics.md: derived from HGX H100's measured 478.9 GB/s
 # scaled by NVLink bandwidth (NVLink5 1800 vs NVLink4 900 GB/s per GPU), i.e. 957.8. Not measured.
@@ -24,18 +23,14 @@ def _by_name(name: str) -> FabricProfile:
 
 
 PROFILES: tuple[FabricProfile, ...] = BASE + (
-    # G6 with EFA (g6.8xlarge and up): one EFA device, no GPUDirect RDMA, like the other G parts.
-    FabricProfile(
-        name="efa-g6", fabric="efa",
+    # G6 with EFA (g6.8xlarge and up): one EFA device, no GPUDirect RDMA, like the other G parts
+    # (efa-g's vendor settings; a 25 Gbps link instead of 100).
+    replace(
+        _by_name("efa-g"), name="efa-g6",
         members=(Member("g6.", PCIE_GEN4, 1.5625, 1.25, _ro({"vpc.amazonaws.com/efa": 1})),),
-        source=_EFA_SOURCE + "; EC2 accelerated computing specs (G6: EFA on g6.8xlarge+)", date=DATE,
+        source=_EFA_SOURCE + "; EC2 accelerated computing specs (G6: EFA on g6.8xlarge+)",
         env=_ro({"NCCL_SOCKET_IFNAME": "^lo,docker"}),
-        resources=_ro({"vpc.amazonaws.com/efa": 1}), hugepages=_EFA_HUGEPAGES,
-        transport="NET/OFI", link_gbps=25, gpudirect=False,
-        inter_node_busbw_gbs=1.5625, busbw_threshold_gbs=1.25,
-        threshold_basis="0.8 x derived figure (not measured)",
-        fallback_fix=_EFA_FALLBACK, low_busbw_fix=_EFA_LOW,
-        ld_library_path=_EFA_LIBS, gdr_fix=_EFA_GDR,
+        link_gbps=25, inter_node_busbw_gbs=1.5625, busbw_threshold_gbs=1.25,
         notes="not measured: 0.5 x the 25 Gbps link (no GPUDirect RDMA, host bounce) = 1.5625 GB/s, "
               "as efa-g derives its figures. FI_EFA_USE_DEVICE_RDMA left unset (no RDMA read)."),
     # P6-B200: 8 x 400 Gbps EFAv4 with GPUDirect RDMA, the same 3200 Gbps per node as P5.
