@@ -24,12 +24,12 @@ def _by_name(name: str) -> FabricProfile:
 
 PROFILES: tuple[FabricProfile, ...] = BASE + (
     # G6 with EFA (g6.8xlarge and up): one EFA device, no GPUDirect RDMA, like the other G parts
-    # (efa-g's vendor settings; a 25 Gbps link instead of 100).
+    # (efa-g's vendor settings, NCCL_NET and the fork-safe hugepage setting included; a 25 Gbps
+    # link instead of 100).
     replace(
         _by_name("efa-g"), name="efa-g6",
         members=(Member("g6.", PCIE_GEN4, 1.5625, 1.25, _ro({"vpc.amazonaws.com/efa": 1})),),
         source=_EFA_SOURCE + "; EC2 accelerated computing specs (G6: EFA on g6.8xlarge+)",
-        env=_ro({"NCCL_SOCKET_IFNAME": "^lo,docker"}),
         link_gbps=25, inter_node_busbw_gbs=1.5625, busbw_threshold_gbs=1.25,
         notes="not measured: 0.5 x the 25 Gbps link (no GPUDirect RDMA, host bounce) = 1.5625 GB/s, "
               "as efa-g derives its figures. FI_EFA_USE_DEVICE_RDMA left unset (no RDMA read)."),

@@ -280,3 +280,13 @@ def test_pod_requirements_are_fresh_copies():
     req.resources["cpu"] = 1
     again = pod_requirements(prof, "a", 8, rxdm_image=RXDM)
     assert len(again.init_containers[0]["volumeMounts"]) == 3 and "cpu" not in again.resources
+
+
+@pytest.mark.parametrize("prof", [p for p in PROFILES if p.fabric == "efa"], ids=lambda p: p.name)
+def test_every_efa_profile_pins_the_plugin_and_fork_safe_hugepages(prof):
+    """Every EFA row, the G parts included: NCCL_NET=Libfabric so a missing plugin fails instead
+    of running on sockets, and FI_EFA_USE_HUGE_PAGE=0 because data-loader workers fork
+    (aws-ofi-nccl doc/efa-env-var.md). efa-g6 once carried its own env without either."""
+    env = nccl_env(prof)
+    assert env["NCCL_NET"] == "Libfabric"
+    assert env["FI_EFA_USE_HUGE_PAGE"] == "0"
