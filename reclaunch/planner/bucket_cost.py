@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from reclaunch.planner.constants import data_text
 from reclaunch.planner.memory import dense_shape, fused_table_sizes, optimizer_state_bytes
 from reclaunch.spec.buckets import is_url
 
@@ -21,7 +21,7 @@ from reclaunch.spec.buckets import is_url
 def data() -> dict[str, Any]:
     import yaml
 
-    text = resources.files(__package__).joinpath("data", "object_storage.yaml").read_text()
+    text = data_text("object_storage.yaml")
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
