@@ -176,6 +176,11 @@ def kube_names() -> tuple[str, ...]:
     return tuple(c for c, f in _all().items() if f.kind == "kube")
 
 
+def own_names() -> tuple[str, ...]:
+    """Targets that are a cluster the team already has (kind "own": its nodes are the offers)."""
+    return tuple(c for c, f in _all().items() if f.kind == "own")
+
+
 def known(cloud: str) -> bool:
     return cloud in _all()
 

@@ -28,7 +28,7 @@ REGISTRY = clouds.PerCloud(lambda f: (f.provider, f.kind))
 # package is imported for this). What the provider does is declared in its package's CloudSpec.
 KUBE_CLOUDS: tuple[str, ...] = clouds.kube_names()
 # Targets `gc` can sweep: the clouds, and clusters you bring (their region is a kube context).
-OWN_CLUSTERS: tuple[str, ...] = tuple(c for c, (_, kind) in REGISTRY.items() if kind == "own")
+OWN_CLUSTERS: tuple[str, ...] = clouds.own_names()
 SWEPT_CLOUDS: tuple[str, ...] = KUBE_CLOUDS + OWN_CLUSTERS
 
 

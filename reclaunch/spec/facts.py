@@ -48,11 +48,7 @@ def own_cluster(cloud: str) -> bool:
     """A cluster the team already has (its facts' kind "own", cloud: kubernetes): no region,
     no stack; offers come from its nodes, and the vendors' fabric profiles apply by instance
     type whatever cloud runs the nodes."""
-    return clouds.known(cloud) and clouds.get(cloud).kind == "own"
-
-
-def own_clusters() -> tuple[str, ...]:
-    return tuple(f.name for f in clouds.all_facts() if f.kind == "own")
+    return cloud in clouds.own_names()
 # cloud: local runs one training process per simulated GPU on this machine's cores.
 LOCAL_MAX_PROCESSES = 64
 # Larger than any file system the stacks provision (FSx for Lustre, Azure Managed Lustre and

@@ -16,7 +16,7 @@ from reclaunch import clouds
 from reclaunch.spec import buckets, job_rules
 from reclaunch.spec.facts import (  # noqa: F401
     LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, SIZED_STORAGE, STORAGE_BY_CLOUD,
-    own_cluster, own_clusters, runs_here)
+    own_cluster, runs_here)
 from reclaunch.spec.sharders import pin_problems
 
 # Largest size each sized kind is sold at without a support request (bytes). azure-lustre:
@@ -96,7 +96,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         out.append((("storage", "size"), f"{human_bytes(s.storage.size)} is larger than any file "
                     f"system reclaunch provisions (at most {MAX_STORAGE_BYTES // 2**50} PiB)"))
     if s.kubernetes is not None and not own_cluster(s.cloud):
-        out.append((("kubernetes",), f"only for cloud: {', '.join(own_clusters())}; remove it"))
+        out.append((("kubernetes",), f"only for cloud: {', '.join(clouds.own_names())}; remove it"))
     if runs_here(s.cloud) and s.max_nodes * s.gpus_per_node > LOCAL_MAX_PROCESSES:
         out.append((("nodes",), f"cloud: local would run {s.max_nodes * s.gpus_per_node} "
                     f"training processes on this machine; at most {LOCAL_MAX_PROCESSES}"))
