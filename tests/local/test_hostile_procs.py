@@ -13,19 +13,14 @@ import pytest
 from reclaunch.providers.local import ident
 from reclaunch.providers.local import proc as lp
 
-from tests.local.test_local_state import DAEMON
+from tests.local.test_local_state import start_daemon
 from tests.local.waiting import wait_for
-from reclaunch.providers.options import UpOptions
 
 
 @pytest.mark.timeout(120)
 def test_a_setsid_daemon_does_not_survive_down_after_the_supervisor_was_killed(
         home, provider, helpers, tmp_path):
-    pid_file = tmp_path / "daemon.pid"
-    spec = helpers.make_spec("orphan", command=["python", "-c", DAEMON], args=[str(pid_file)],
-                             nodes=1, min_nodes=1, max_nodes=1, teardown="never")
-    provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
-    pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text(), 60, "the daemon"))
+    pid = start_daemon(provider, helpers, tmp_path, "orphan")
     who = ident.identity(pid)
     root = home / "local" / "orphan"
     try:

@@ -106,14 +106,20 @@ DAEMON = ("import os, subprocess, sys, time\n"
           "time.sleep(300)\n")
 
 
+def start_daemon(provider, helpers, tmp_path, name: str) -> int:
+    """Start a one-node job `name` whose trainer leaves a setsid daemon with a clean
+    environment behind (DAEMON); return the daemon's pid once it is written."""
+    pid_file = tmp_path / "daemon.pid"
+    spec = helpers.make_spec(name, command=["python", "-c", DAEMON], args=[str(pid_file)],
+                             nodes=1, min_nodes=1, max_nodes=1, teardown="never")
+    provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
+    return int(wait_for(lambda: pid_file.exists() and pid_file.read_text(), 60, "the daemon"))
+
+
 @pytest.mark.timeout(120)
 def test_a_job_that_daemonizes_with_a_clean_environment_does_not_survive_down(
         home, provider, helpers, tmp_path):
-    pid_file = tmp_path / "daemon.pid"
-    spec = helpers.make_spec("daemon", command=["python", "-c", DAEMON], args=[str(pid_file)],
-                             nodes=1, min_nodes=1, max_nodes=1, teardown="never")
-    provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
-    pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text(), 60, "the daemon"))
+    pid = start_daemon(provider, helpers, tmp_path, "daemon")
     who = ident.identity(pid)
     try:
         assert who and not lp.run_pids("daemon").count(pid), "the daemon must carry no run marker"
