@@ -12,8 +12,8 @@ centred titles and captions, one space of padding each side of a cell, the wides
 wrapped first when a table is wider than the width. (tabulate was measured too: it imports
 importlib.metadata, ~58 ms.) Every other verb (status, diagnose, catalog, logs, up) keeps rich.
 
-Text is laid out as given: text from files or jobs must already be made visible
-(ui/text.py `visible`), and nothing here parses markup, so "[bold]" prints as typed.
+Nothing here parses markup ("[bold]" prints as typed) and every control character is shown
+as an escape (ui/text.py `visible`): text from a cluster or a file needs nothing else.
 Bold (labels, column headers) only when the caller says so; `bold_ok` is the usual test.
 Widths count characters (the plan's text is ASCII apart from what `visible` escapes).
 """
@@ -38,16 +38,30 @@ def _b(text: str, bold: bool) -> str:
     return click.style(text, bold=True) if bold and text.strip() else text
 
 
+def _safe(text: str) -> str:
+    """Control characters as visible escapes (ui/text.py): a cell or value can hold a node
+    label or a file's text, and an ESC or a bidi override would recolour the terminal or
+    break the box. Markup is never parsed here, so nothing else needs escaping."""
+    if text.isprintable():
+        return text
+    from reclaunch.ui.text import visible
+
+    return visible(text)
+
+
 def wrap(text: str, width: int, indent: str = "") -> list[str]:
     """`text` in lines of at most `width` characters, broken at spaces (never at hyphens:
     "P10-P90"); a word longer than a line goes on lines of its own, folded, never cut.
     `indent` starts every line after the first; newlines in the text start new lines."""
-    width = max(width, len(indent) + 1)
+    text, width = _safe(text), max(width, len(indent) + 1)
     out: list[str] = []
     for para in text.split("\n"):
-        lines = textwrap.wrap(para, width, initial_indent=indent if out else "",
-                              subsequent_indent=indent, break_on_hyphens=False,
-                              break_long_words=False) or [""]
+        first = indent if out else ""
+        if len(first) + len(para) <= width and "\t" not in para:   # most cells: no wrapping
+            out.append((first + para).rstrip())
+            continue
+        lines = textwrap.wrap(para, width, initial_indent=first, subsequent_indent=indent,
+                              break_on_hyphens=False, break_long_words=False) or [""]
         for line in lines:
             while len(line) > width:   # one long word (an instance type, a path): fold it
                 out.append(line[:width])
@@ -69,7 +83,7 @@ def pairs(rows: list[tuple[str, str]], *, width: int, title: str | None = None,
     if not rows:
         return []
     lw = max(len(k) for k, _ in rows)
-    natural = max(len(line) for _, v in rows for line in v.split("\n"))
+    natural = max(len(line) for _, v in rows for line in _safe(v).split("\n"))
     vw = max(min(natural, width - lw - 4), 1)
     out = _centred(title, min(lw + vw + 4, width)) if title else []
     for key, value in rows:
@@ -84,7 +98,7 @@ def items(lines: list[str], *, width: int, mark: str = "-", title: str | None = 
     if not lines:
         return []
     body = [wrap(f"{mark} {line}", width - 2, indent=" " * (len(mark) + 1)) for line in lines]
-    natural = max(len(mark) + 1 + len(x) for line in lines for x in line.split("\n")) + 2
+    natural = max(len(mark) + 1 + len(x) for line in lines for x in _safe(line).split("\n")) + 2
     out = _centred(title, min(natural, width)) if title else []
     return out + [f" {x}".rstrip() for b in body for x in b]
 
@@ -119,7 +133,7 @@ def boxed(columns: list[Column], rows: list[list[str]], *, width: int, title: st
     """A table in rich's HEAVY_HEAD box: heavy lines around the header, light below it."""
     heads = [h for h, _ in columns]
     justs = [j for _, j in columns]
-    natural = [max([len(h), *(len(line) for r in rows for line in r[i].split("\n"))])
+    natural = [max([len(h), *(len(line) for r in rows for line in _safe(r[i]).split("\n"))])
                for i, h in enumerate(heads)]
     widths = _fit(natural, width)
     total = sum(widths) + 3 * len(widths) + 1

@@ -48,16 +48,15 @@ def plan_lines(plan, width: int = 110, bold: bool = False) -> list[str]:
     per = "GPU" if plan.instance_type else "process"     # cloud: local runs CPU processes
     head = [("cluster", where)]
     if getattr(plan.offer, "node_names", None):   # cloud: kubernetes: what was read, and how
-        from reclaunch.ui.text import visible   # node names and labels come from the cluster
-        head.append(("nodes", visible(plan.offer.source)))
+        head.append(("nodes", plan.offer.source))   # from the cluster: grid shows it inert
     if plan.pick_reason:
         head.append(("picked", plan.pick_reason))
     head.append(("fabric", plan.fabric))
     head.append(("parallelism", f"{m.parallelism} (needs {m.gpus_needed or 'no'} "
                  f"{'process(es)' if per == 'process' else 'GPU(s)'}; "
                  f"embeddings {m.total_embedding_bytes / GIB:.2f} GiB in all)"))
-    head.append(("fits", ("yes" if m.fits else "NO") +
-                 f": {m.total_bytes_per_gpu / GIB:.2f} of {m.capacity_bytes_per_gpu / GIB:.1f} GiB per {per}"))
+    head.append(("fits", ("yes" if m.fits else "NO") + f": {m.total_bytes_per_gpu / GIB:.2f} of "
+                 f"{m.capacity_bytes_per_gpu / GIB:.1f} GiB per {per}"))
     head.append(("throughput", _throughput(plan) + _span(plan.throughput_range, _rate)))
     head.append(("duration", _dur(plan.duration_hours * 3600) + (
         f" (startup {_dur(plan.startup.seconds)} included)" if plan.startup is not None else "")
@@ -73,7 +72,8 @@ def plan_lines(plan, width: int = 110, bold: bool = False) -> list[str]:
         head.append(("cost spot", f"{_usd(c.spot_total_usd)} mean" + _span(c.spot_total_usd_range, _usd)
                      + f"; reclaims alone: P50 {_usd(c.spot_p50_usd)}, P90 {_usd(c.spot_p90_usd)} "
                      f"({c.expected_reclaims:.2f} reclaims expected)"))
-        head.append(("line items", f"control plane {_usd(c.control_plane_usd)}, storage {_usd(c.storage_usd)}"))
+        head.append(("line items", f"control plane {_usd(c.control_plane_usd)}, "
+                                   f"storage {_usd(c.storage_usd)}"))
         head.append(("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else "")))
     out = grid.pairs(head, width=width, title=f"plan: {plan.name}", bold=bold)
 
@@ -97,7 +97,7 @@ def plan_lines(plan, width: int = 110, bold: bool = False) -> list[str]:
                  "dense compute; total = the longer path + exposed all-reduce + overhead")
         if plan.spec.job.embedding_overlap == "full" else None)   # the parts overlap: no sum
     out += _sharding_lines(plan, width, bold)
-    out += grid.items([f"{w}" for w in plan.warnings], mark="!", title="warnings", width=width)
+    out += grid.items(list(plan.warnings), mark="!", title="warnings", width=width)
     return out
 
 

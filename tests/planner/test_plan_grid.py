@@ -49,6 +49,12 @@ def test_a_table_wider_than_the_width_wraps_its_widest_column_and_keeps_every_ch
     assert "…" not in "".join(lines)
 
 
+def test_control_characters_are_shown_as_escapes_and_the_box_stays_square():
+    lines = grid.boxed([("node", "left")], [["gpu-0\x1b[2J\u202e"]], width=40)
+    assert "\x1b" not in "".join(lines) and "│ gpu-0\\x1b[2J\\u202e │" in lines
+    assert len({len(line) for line in lines}) == 1
+
+
 def test_pairs_indent_continuation_lines_under_the_value():
     value = "one two three four five six seven eight nine ten eleven twelve"
     lines = grid.pairs([("cluster", "4 x p4d"), ("startup long", value)], width=40, title="plan: x")
