@@ -2,15 +2,17 @@
 
 Why not rich on this path: issue 25 asks `plan` to start within 1.3x (CPU time) of the
 smallest program that validates one pydantic model, which leaves reclaunch about 94 ms over
-that baseline for everything (CLI, catalog, spec, planner and output). Measured in-process on
-`plan examples/aws-deepfm-p4d.yaml` (2026-12-01, median of 3 runs, /work/scratch/phase.py):
-creating the rich Console (its import) cost ~30 ms and laying out the plan's tables with
-rich.table ~25-40 ms, while `plan --json` (no rich) ran ~100 ms of CPU faster than the text
-plan. These tables are static (no live view, no markup, no colour beyond bold), so the shapes
-rich drew are laid out here with textwrap, in about a millisecond: its HEAVY_HEAD box, its
-centred titles and captions, one space of padding each side of a cell, the widest columns
-wrapped first when a table is wider than the width. (tabulate was measured too: it imports
-importlib.metadata, ~58 ms.) Every other verb (status, diagnose, catalog, logs, up) keeps rich.
+that baseline for everything (CLI, catalog, spec, planner and output). Measured on
+`plan examples/aws-deepfm-p4d.yaml` (2026-12-01, CPU time; bench/bench_startup.py for the ratio):
+with rich, creating its Console cost ~30 ms and laying out the plan's tables ~25-40 ms (the
+first render_plan, rich imports included: 76-90 ms in-process); with this module the first
+render_plan costs 2-4 ms, and the whole command's median CPU went from 639 to 580 ms (11 runs
+A/B interleaved). These tables are static (no live view, no markup, no colour beyond bold), so
+the shapes rich drew are laid out here with textwrap: its HEAVY_HEAD box, its centred titles
+and captions, one space of padding each side of a cell, the widest columns narrowed first when
+a table is wider than the width (a word longer than its column folds; rich cut it with "…").
+tabulate was measured too: it imports importlib.metadata, ~58 ms. Every other verb (status,
+diagnose, catalog, logs, up) keeps rich.
 
 Nothing here parses markup ("[bold]" prints as typed) and every control character is shown
 as an escape (ui/text.py `visible`): text from a cluster or a file needs nothing else.
@@ -88,7 +90,7 @@ def pairs(rows: list[tuple[str, str]], *, width: int, title: str | None = None,
     out = _centred(title, min(lw + vw + 4, width)) if title else []
     for key, value in rows:
         for i, line in enumerate(wrap(value, vw)):
-            label = _b(key.ljust(lw), bold) if i == 0 else " " * lw
+            label = _b(key, bold) + " " * (lw - len(key)) if i == 0 else " " * lw
             out.append(f" {label}  {line}".rstrip())
     return out
 
@@ -123,7 +125,8 @@ def _row(cells: list[list[str]], widths: list[int], justs: list[str], edge: str,
         parts = []
         for lines, w, j in zip(cells, widths, justs):
             text = lines[i] if i < len(lines) else ""
-            parts.append(" " + _b(text.rjust(w) if j == "right" else text.ljust(w), bold) + " ")
+            pad = " " * (w - len(text))
+            parts.append(f" {pad}{_b(text, bold)} " if j == "right" else f" {_b(text, bold)}{pad} ")
         out.append(edge + edge.join(parts) + edge)
     return out
 
