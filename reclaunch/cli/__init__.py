@@ -155,15 +155,16 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
             out["compare"] = [r.to_json() for r in rows]
         _emit_json(out)
     else:
-        console = _console()
-        console.print(plan_view.render_plan(the_plan))
         from reclaunch.cli.dryrun import needs_a_person
         from reclaunch.ui.dryrun import person_lines
+        from reclaunch.ui.grid import bold_ok
 
+        bold = bold_ok()   # plain text, no rich: rich's import and layout cost start-up (issue 25)
+        click.echo(plan_view.render_plan(the_plan, bold=bold))
         for line in person_lines(needs_a_person(the_plan)):   # the list `up` shows, before `up`
-            console.print(line)
+            click.echo(line)
         if rows is not None:
-            console.print(plan_view.render_compare(rows, top=top or None))
+            click.echo(plan_view.render_compare(rows, top=top or None, bold=bold))
     if not the_plan.memory.fits:
         sys.exit(1)
 
