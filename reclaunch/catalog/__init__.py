@@ -201,11 +201,13 @@ def _bundled(generation: int = 0) -> tuple[str, tuple[Offer, ...], dict[str, Gpu
     """Keyed by the cloud registry's generation: a cloud registered later brings its rows."""
     import yaml
 
+    from reclaunch.catalog.reader import read_offers   # parse_offer's values, at start-up speed
+
     meta = yaml.load(_bundled_text("meta.yaml"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    offers = tuple(parse_offer(r) for r in _read_rows(_bundled_text("instances.csv")))
+    offers = tuple(read_offers(_bundled_text("instances.csv")))
     # A cloud whose package ships its own rows (CloudFacts.offers, next to its facts.py).
-    offers += tuple(parse_offer(r) for f in clouds.all_facts() if f.offers and f.home
-                    for r in _read_rows((f.home / f.offers).read_text()))
+    offers += tuple(o for f in clouds.all_facts() if f.offers and f.home
+                    for o in read_offers((f.home / f.offers).read_text()))
     gpus = {}
     for r in _read_rows(_bundled_text("gpus.csv")):
         gpus[r["gpu"]] = Gpu(r["gpu"], *(float(r[c]) for c in (
