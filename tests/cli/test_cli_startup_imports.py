@@ -82,3 +82,19 @@ def test_cloud_choices_read_late_match_click_choice(monkeypatch):
     assert "[aws|azure|gcp|kubernetes]" in gc.output
     ok = runner.invoke(cli, ["catalog", "--cloud", "gcp", "--json"])
     assert ok.exit_code == 0 and {r["cloud"] for r in json.loads(ok.output)} == {"gcp"}
+
+
+def test_a_plugin_that_does_not_import_is_one_line_and_help_still_works():
+    """RECLAUNCH_CLOUDS naming no module: the registry is read late now, so `--help` works and
+    the verbs that read it say which setting is wrong (exit 2), not an internal error."""
+    import os
+
+    env = {**os.environ, "RECLAUNCH_CLOUDS": "no_such_cloud_pkg.facts", "PYTHONPATH": str(ROOT)}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "reclaunch", *a], capture_output=True,  # noqa: E731
+                                    text=True, timeout=120, cwd=ROOT, env=env)
+    assert run("--help").returncode == 0
+    bad = run("validate", "examples/aws-deepfm-p4d.yaml")
+    assert bad.returncode == 2, bad.stderr
+    assert bad.stderr.strip().splitlines() == [
+        "error: RECLAUNCH_CLOUDS: cannot import 'no_such_cloud_pkg.facts' (No module named "
+        "'no_such_cloud_pkg') (put its package on PYTHONPATH, or unset the variable)"]
