@@ -7,10 +7,8 @@ catalog (median in-process CPU, 2026-12-01):
 - csv.reader rows instead of csv.DictReader (a dict per row): 7 -> 2 ms;
 - the instance columns, the same in every region of an instance type, converted once per
   distinct set of values instead of once per row;
-- each Offer filled in place of calling its frozen dataclass __init__, which sets the 26
-  fields with one object.__setattr__ call each: 6.2 -> 0.3 ms for all rows. The dict is built
-  in field order from the same converted values, so the Offer equals (==, hash, repr,
-  dataclasses.fields/asdict/replace) the one __init__ makes.
+- each Offer made by catalog._offer (as parse_offer now is), not its frozen dataclass
+  __init__, which sets the 26 fields with one object.__setattr__ call each: 6.2 -> 0.3 ms.
 A file whose header is not the full column set, or a row of the wrong length, goes through
 csv.DictReader and parse_offer as before (same values, same errors).
 """
@@ -20,8 +18,9 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 from operator import itemgetter
+from typing import Callable
 
-from reclaunch.catalog import INSTANCE_COLUMNS, Offer, _read_rows, parse_offer
+from reclaunch.catalog import INSTANCE_COLUMNS, Offer, _offer, _read_rows, parse_offer
 
 # Offer's fields from gpu to local_nvme_gb: what an instance type is, whatever the region.
 _FACTS = ("gpu", "gpu_count", "gpu_memory_gib", "intra_node", "nvlink", "nvlink_gbs_per_gpu",
@@ -55,6 +54,36 @@ def _as_dict(header: list[str], row: list[str]) -> dict:
     return d
 
 
+def row_parser(header: list[str], origin: str = "bundled") -> Callable[[list[str]], Offer] | None:
+    """parse_offer for csv.reader rows of `header`'s length (same values, same first error),
+    or None when the header is not exactly the column set (then a dict per row it is)."""
+    if sorted(header) != sorted(INSTANCE_COLUMNS):
+        return None
+    facts_of = itemgetter(*(header.index(c) for c in _FACTS))
+    per_row = itemgetter(*(header.index(c) for c in _PER_ROW))
+    memo: dict[tuple[str, ...], dict] = {}
+    dates: dict[str, _dt.date] = {}
+
+    def parse(row: list[str]) -> Offer:
+        key = facts_of(row)
+        facts = memo.get(key)
+        if facts is None:
+            facts = memo[key] = _facts(key)
+        cloud, itype, region, od, spot, low, high, as_of, source, zones, purchase, p_usd = \
+            per_row(row)
+        od, spot, low, high = _num(od), _num(spot), _num(low), _num(high)   # before the date,
+        day = dates.get(as_of)                                               # as parse_offer
+        if day is None:
+            day = dates[as_of] = _dt.date.fromisoformat(as_of)
+        return _offer({
+            "cloud": cloud, "instance_type": itype, "region": region, **facts,
+            "on_demand_usd": od, "spot_usd": spot, "spot_low_usd": low, "spot_high_usd": high,
+            "price_as_of": day, "source": source, "origin": origin, "zones": zones.strip(),
+            "purchase": (purchase or "on-demand").strip(), "purchase_usd": _num(p_usd)})
+
+    return parse
+
+
 def read_offers(text: str, origin: str = "bundled") -> list[Offer]:
     """Every row of a catalog CSV as an Offer, equal to [parse_offer(r, origin) for r in
     _read_rows(text)]."""
@@ -63,34 +92,9 @@ def read_offers(text: str, origin: str = "bundled") -> list[Offer]:
     header = next(rows, None)
     if header is None:
         return []
-    if sorted(header) != sorted(INSTANCE_COLUMNS):   # an older or odd file: the general path
+    parse = row_parser(header, origin)
+    if parse is None:   # an older or odd file: the general path
         return [parse_offer(r, origin) for r in _read_rows(text)]
-    facts_of = itemgetter(*(header.index(c) for c in _FACTS))
-    per_row = itemgetter(*(header.index(c) for c in _PER_ROW))
     width = len(header)
-    memo: dict[tuple[str, ...], dict] = {}
-    dates: dict[str, _dt.date] = {}
-    new, put = object.__new__, object.__setattr__
-    out = []
-    for row in rows:
-        if len(row) != width:
-            out.append(parse_offer(_as_dict(header, row), origin))
-            continue
-        key = facts_of(row)
-        facts = memo.get(key)
-        if facts is None:
-            facts = memo[key] = _facts(key)
-        cloud, itype, region, od, spot, low, high, as_of, source, zones, purchase, p_usd = \
-            per_row(row)
-        day = dates.get(as_of)
-        if day is None:
-            day = dates[as_of] = _dt.date.fromisoformat(as_of)
-        offer = new(Offer)
-        put(offer, "__dict__", {
-            "cloud": cloud, "instance_type": itype, "region": region, **facts,
-            "on_demand_usd": _num(od), "spot_usd": _num(spot), "spot_low_usd": _num(low),
-            "spot_high_usd": _num(high), "price_as_of": day, "source": source, "origin": origin,
-            "zones": zones.strip(), "purchase": (purchase or "on-demand").strip(),
-            "purchase_usd": _num(p_usd)})
-        out.append(offer)
-    return out
+    return [parse(row) if len(row) == width else parse_offer(_as_dict(header, row), origin)
+            for row in rows]

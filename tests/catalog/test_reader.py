@@ -22,6 +22,10 @@ def _same(fast: list[Offer], slow: list[Offer]) -> None:
     assert len(fast) == len(slow) > 0
     for a, b in zip(fast, slow):
         assert type(a) is Offer
+        # Both are made without Offer.__init__ (catalog._offer): hold them to what it makes.
+        made = Offer(**{f.name: getattr(b, f.name) for f in dataclasses.fields(Offer)})
+        assert list(vars(made).items()) == list(vars(b).items()) == list(vars(a).items())
+        assert made == b and hash(made) == hash(b) and repr(made) == repr(b)
         assert list(vars(a).items()) == list(vars(b).items())   # same fields, same order
         assert [type(v) for v in vars(a).values()] == [type(v) for v in vars(b).values()]
         assert a == b and hash(a) == hash(b) and repr(a) == repr(b)
@@ -39,6 +43,7 @@ def test_a_plugin_clouds_rows_and_the_overlay_origin() -> None:
 
 
 def test_an_offer_made_fast_is_still_frozen_and_replaceable() -> None:
+    assert not hasattr(Offer, "__post_init__")   # catalog._offer would skip it
     o = read_offers(_bundled_text("instances.csv"))[0]
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.region = "elsewhere"   # type: ignore[misc]
@@ -90,8 +95,14 @@ def test_a_row_of_another_length_reads_or_fails_as_it_did() -> None:
     _same(read_offers(long_row), _slow(long_row))
 
 
-def test_a_bad_number_fails_with_the_same_error() -> None:
-    text = _csv(list(ROW), list({**ROW, "vcpus": "many"}.values()))
+@pytest.mark.parametrize("bad", [
+    {"vcpus": "many"},
+    {"spot_usd": "cheap", "price_as_of": "yesterday"},     # the first in field order is named
+    {"price_as_of": "yesterday", "purchase_usd": "x"},
+    {"gpu_count": "eight", "on_demand_usd": "lots"},
+])
+def test_a_bad_value_fails_with_the_same_error(bad) -> None:
+    text = _csv(list(ROW), list({**ROW, **bad}.values()))
     with pytest.raises(ValueError) as fast:
         read_offers(text)
     with pytest.raises(ValueError) as slow:
@@ -101,3 +112,39 @@ def test_a_bad_number_fails_with_the_same_error() -> None:
 
 def test_an_empty_file_has_no_rows() -> None:
     assert read_offers("") == [] == _slow("")
+
+
+def test_the_overlay_reads_the_same_rows_and_warnings_either_way(tmp_path, monkeypatch) -> None:
+    """catalog.read_overlay hands overlay.read_overlay the row parser; without it every row
+    is a dict through parse_offer. Same offers, same `file:line` warnings, good or bad."""
+    import reclaunch.catalog.overlay as ov
+    from reclaunch.catalog import bundled_catalog, read_overlay
+
+    bad = [{"on_demand_usd": "nan"}, {"spot_usd": "-1"}, {"gpu": "Z100"}, {"vcpus": "x"},
+           {"spot_usd": "cheap", "price_as_of": "2026-13-01"}, {"on_demand_usd": "", "spot_usd": ""},
+           {"fabric": "pigeon"}, {"cloud": "local"}, {"gpu_count": "0"}, {"gpudirect": " True "}]
+    rows = [ROW, *({**ROW, "region": f"r{i}", **b} for i, b in enumerate(bad))]
+    header = [f" {c} " for c in reversed(INSTANCE_COLUMNS)]        # stripped, any order
+    body = [",".join(r[c.strip()] for c in header) for r in rows]
+    text = "\n".join([",".join(header), *body[:3], "", "only,three,fields", *body[3:]]) + "\n"
+    path = tmp_path / "instances.csv"
+    path.write_text(text)
+    gpus = bundled_catalog().gpus
+
+    slow_warned: list[str] = []
+    slow = ov.read_overlay(path, parse_offer, gpus, warn=slow_warned.append)
+    fast_warned: list[str] = []
+    real = ov.read_overlay
+    used = []
+
+    def spy(*a, **k):
+        used.append(k["row_parser"](header=[c.strip() for c in header]))
+        return real(*a, **{**k, "warn": fast_warned.append})
+
+    monkeypatch.setattr(ov, "read_overlay", spy)
+    fast = read_overlay(path)
+    assert callable(used[0])    # the rows did go through the row parser
+    _same(fast, slow)
+    assert [o.region for o in fast] == ["us-east-1", "r9"]
+    assert fast_warned == slow_warned and len(slow_warned) == 10
+    assert any(":9: could not convert string to float: 'cheap'" in w for w in slow_warned), slow_warned
