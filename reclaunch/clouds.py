@@ -81,6 +81,8 @@ class PreviewFacts:
 
 @dataclass(frozen=True)
 class CloudFacts:
+    """Everything a pure layer needs to know of one target, declared in its facts.py."""
+
     name: str
     kind: str                                  # "kube": a Pulumi stack + PyTorchJob; "here"
     provider: str                              # module whose provider() is the Provider

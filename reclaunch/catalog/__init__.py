@@ -32,6 +32,8 @@ PURCHASE_KINDS = ("on-demand", "capacity-block", "reservation", "flex-start")
 
 @dataclass(frozen=True)
 class Gpu:
+    """One GPU model's memory and dense peak rates (data/gpus.csv, each row sourced)."""
+
     name: str
     memory_gib: float
     hbm_tbps: float
@@ -104,6 +106,8 @@ class Offer:
 
 @dataclass(frozen=True)
 class Catalog:
+    """Every offer and GPU, with the data's version (bundled, or bundled + the user overlay)."""
+
     version: str
     offers: tuple[Offer, ...]
     gpus: dict[str, Gpu] = field(default_factory=dict)

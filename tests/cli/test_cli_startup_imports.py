@@ -98,3 +98,27 @@ def test_a_plugin_that_does_not_import_is_one_line_and_help_still_works():
     assert bad.stderr.strip().splitlines() == [
         "error: RECLAUNCH_CLOUDS: cannot import 'no_such_cloud_pkg.facts' (No module named "
         "'no_such_cloud_pkg') (put its package on PYTHONPATH, or unset the variable)"]
+
+
+def test_pins_are_read_by_the_modules_that_own_them():
+    """envpins names each pin so its module loads only when it is set; the names are theirs."""
+    from reclaunch import host
+    from reclaunch.cli.envpins import READERS
+    from reclaunch.runtime import backend
+
+    assert set(READERS) == {host.MEMORY_VAR, host.CPUS_VAR, host.TODAY_VAR, backend.SECRETS_ENV}
+    for module, name, _ in READERS.values():
+        assert callable(getattr(sys.modules[module], name))
+
+
+def test_a_moved_home_alone_imports_no_pin_reader(tmp_path, monkeypatch):
+    monkeypatch.setenv("RECLAUNCH_HOME", str(tmp_path))
+    for var in ("RECLAUNCH_HOST_MEMORY", "RECLAUNCH_HOST_CPUS", "RECLAUNCH_TODAY",
+                "RECLAUNCH_SECRETS_PROVIDER"):
+        monkeypatch.delenv(var, raising=False)
+    mods = loaded("validate", "examples/aws-deepfm-p4d.yaml")
+    assert "reclaunch.runtime.backend" not in mods
+    monkeypatch.setenv("RECLAUNCH_HOST_MEMORY", "lots")
+    out = subprocess.run([sys.executable, "-m", "reclaunch", "validate", "examples/aws-deepfm-p4d.yaml"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 2 and "RECLAUNCH_HOST_MEMORY" in out.stderr, out.stderr
