@@ -6,13 +6,12 @@ act on (ReclaunchError) print as one line with the command's exit code, never a 
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 from reclaunch.errors import UsageError
-from reclaunch.cli.base import CLOUDS, KUBE_CLOUDS, _console, _emit_json, _load, cli  # noqa: F401
+from reclaunch.cli.base import KUBE_CHOICE, _console, _emit_json, _load, cli  # noqa: F401
 
 
 # ------------------------------------------------------------------ validate / schema
@@ -45,6 +44,8 @@ def validate(files: tuple[str, ...]) -> None:
 @click.option("--out", type=click.Path(dir_okay=False), help="Write to a file instead of stdout.")
 def schema(out: str | None) -> None:
     """JSON Schema of cluster.yaml (for editors: yaml-language-server)."""
+    import json
+
     from reclaunch.spec import json_schema
 
     text = json.dumps(json_schema(), indent=2) + "\n"
@@ -63,7 +64,7 @@ def schema(out: str | None) -> None:
 # ------------------------------------------------------------------ catalog
 
 @cli.group(invoke_without_command=True)
-@click.option("--cloud", type=click.Choice(KUBE_CLOUDS))
+@click.option("--cloud", type=KUBE_CHOICE)
 @click.option("--gpu", help="e.g. H100-80GB, A100")
 @click.option("--region")
 @click.option("--json", "as_json", is_flag=True, help="One JSON list on stdout.")
@@ -257,7 +258,7 @@ def _write(path, text: str, mode: int) -> None:
 # ------------------------------------------------------------------ catalog refresh / preview
 
 @catalog.command("refresh")
-@click.option("--cloud", type=click.Choice(KUBE_CLOUDS))
+@click.option("--cloud", type=KUBE_CHOICE)
 @click.option("--region")
 @click.option("--instance")
 @click.option("--dry-run", is_flag=True, help="Show the old -> new diff; write nothing.")
