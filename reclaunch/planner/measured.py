@@ -53,6 +53,8 @@ def key_for(spec, *, cloud: str, instance: str | None, gpus_per_node: int, nodes
 
 @dataclass(frozen=True)
 class Measurement:
+    """One measured run of a job shape (a record under $RECLAUNCH_HOME/measurements)."""
+
     cloud: str
     instance: str
     gpus_per_node: int
