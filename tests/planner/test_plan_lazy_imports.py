@@ -1,0 +1,21 @@
+"""What `plan` of a cloud spec leaves unimported (issue 25: start-up time): modules it needs only
+in cases these examples are not. A guard on the import set, not a timed test; the numbers are in
+bench/bench_startup.py."""
+
+from __future__ import annotations
+
+from tests.planner.test_plan_imports import _hits, loaded
+
+# calibration: cloud: local with a host calibration; bucket_cost: a checkpoint path in a bucket;
+# stacks.common (via stacks.<cloud>.pools): node pools, which the "needs a person" list never reads.
+LAZY = ("reclaunch.planner.calibration", "reclaunch.planner.bucket_cost", "stacks.common",
+        "stacks.aws.pools")
+
+
+def test_plan_of_a_cloud_spec_skips_what_it_does_not_use():
+    assert not _hits(loaded("plan", "examples/aws-deepfm-p4d.yaml"), LAZY)
+
+
+def test_the_lazy_modules_load_where_they_are_used():
+    bucket = loaded("plan", "--json", "examples/aws-spot-bucket.yaml")
+    assert "reclaunch.planner.bucket_cost" in bucket and "reclaunch.planner.calibration" not in bucket
