@@ -7,9 +7,10 @@ from __future__ import annotations
 from tests.planner.test_plan_imports import _hits, loaded
 
 # calibration: cloud: local with a host calibration; bucket_cost: a checkpoint path in a bucket;
-# stacks.common (via stacks.<cloud>.pools): node pools, which the "needs a person" list never reads.
-LAZY = ("reclaunch.planner.calibration", "reclaunch.planner.bucket_cost", "stacks.common",
-        "stacks.aws.pools")
+# records: measurement records on disk; fabric.pods: rendering pods; stacks.common (via
+# stacks.<cloud>.pools): node pools, which the "needs a person" list never reads.
+LAZY = ("reclaunch.planner.calibration", "reclaunch.planner.bucket_cost", "reclaunch.planner.records",
+        "reclaunch.fabric.pods", "stacks.common", "stacks.aws.pools")
 
 
 def test_plan_of_a_cloud_spec_skips_what_it_does_not_use():
@@ -19,3 +20,14 @@ def test_plan_of_a_cloud_spec_skips_what_it_does_not_use():
 def test_the_lazy_modules_load_where_they_are_used():
     bucket = loaded("plan", "--json", "examples/aws-spot-bucket.yaml")
     assert "reclaunch.planner.bucket_cost" in bucket and "reclaunch.planner.calibration" not in bucket
+
+
+def test_the_re_exported_names_are_the_moved_ones():
+    from reclaunch import fabric
+    from reclaunch.fabric import pods
+    from reclaunch.planner import measured, records
+
+    for name in ("Measurement", "RecordError", "from_dict", "VERSION", "PARTS", "KEY_FIELDS"):
+        assert getattr(measured, name) is getattr(records, name)
+    assert fabric.pod_requirements is pods.pod_requirements
+    assert fabric.PodRequirements is pods.PodRequirements
