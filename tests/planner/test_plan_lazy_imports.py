@@ -4,6 +4,8 @@ bench/bench_startup.py."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.planner.test_plan_imports import _hits, loaded
 
 # calibration: cloud: local with a host calibration; bucket_cost: a checkpoint path in a bucket;
@@ -13,8 +15,10 @@ LAZY = ("reclaunch.planner.calibration", "reclaunch.planner.bucket_cost", "recla
         "reclaunch.fabric.pods", "stacks.common", "stacks.aws.pools")
 
 
-def test_plan_of_a_cloud_spec_skips_what_it_does_not_use():
-    assert not _hits(loaded("plan", "examples/aws-deepfm-p4d.yaml"), LAZY)
+@pytest.mark.parametrize("example", ["aws-deepfm-p4d.yaml", "azure-din-nd96amsr.yaml"])
+def test_plan_of_a_cloud_spec_skips_what_it_does_not_use(example):
+    lazy = [m.replace("stacks.aws", "stacks." + example.split("-")[0]) for m in LAZY]
+    assert not _hits(loaded("plan", f"examples/{example}"), lazy)
 
 
 def test_the_lazy_modules_load_where_they_are_used():
