@@ -1,6 +1,6 @@
 """What `plan` of a cloud spec leaves unimported (issue 25: start-up time): modules it needs only
 in cases these examples are not. A guard on the import set, not a timed test; the numbers are in
-bench/bench_startup.py."""
+bench/bench_plan_phases.py and bench/bench_startup.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ LAZY = ("reclaunch.planner.calibration", "reclaunch.planner.bucket_cost", "recla
         "reclaunch.fabric.pods", "stacks.common", "stacks.aws.pools")
 
 
-@pytest.mark.parametrize("example", ["aws-deepfm-p4d.yaml", "azure-din-nd96amsr.yaml"])
+@pytest.mark.parametrize("example", ["aws-deepfm-p4d.yaml", "azure-din-nd96amsr.yaml",
+                                     "gcp-dcnv2-a3mega.yaml"])
 def test_plan_of_a_cloud_spec_skips_what_it_does_not_use(example):
     lazy = [m.replace("stacks.aws", "stacks." + example.split("-")[0]) for m in LAZY]
     assert not _hits(loaded("plan", f"examples/{example}"), lazy)
@@ -35,3 +36,7 @@ def test_the_re_exported_names_are_the_moved_ones():
         assert getattr(measured, name) is getattr(records, name)
     assert fabric.pod_requirements is pods.pod_requirements
     assert fabric.PodRequirements is pods.PodRequirements
+    from stacks import common, fabric_facts
+    from stacks.gcp import accelerators, pools
+
+    assert common.fabric_facts is fabric_facts.fabric_facts and pools.accelerator is accelerators.accelerator
