@@ -81,6 +81,8 @@ class PreviewFacts:
 
 @dataclass(frozen=True)
 class CloudFacts:
+    """Everything a pure layer needs to know of one target, declared in its facts.py."""
+
     name: str
     kind: str                                  # "kube": a Pulumi stack + PyTorchJob; "here"
     provider: str                              # module whose provider() is the Provider
@@ -137,7 +139,13 @@ def _placed(facts: CloudFacts, home: Path) -> CloudFacts:
 
 
 def _load_plugin(module: str) -> CloudFacts:
-    mod = importlib.import_module(module)
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:   # a person's setting: one line (exit 2), not an internal error
+        from reclaunch.errors import UsageError
+
+        raise UsageError(f"{PLUGINS_ENV}: cannot import {module!r} ({exc})",
+                         hint="put its package on PYTHONPATH, or unset the variable") from None
     return _placed(mod.FACTS, Path(mod.__file__).parent)
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 # The names render, kube, lifecycle and the gc sweep select on: one definition for all.
 from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG, GPU_LABEL, MANAGED_TAG, POOL_LABEL  # noqa: F401
+from stacks.fabric_facts import fabric_facts, fabric_kind  # noqa: F401
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -138,21 +139,6 @@ def node_labels(plan: "Plan", pool: Pool) -> dict[str, str]:
 
 # Labels every kubelet sets on its own node (k8s.io/docs/reference/labels-annotations-taints).
 KUBELET_LABELS = {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
-
-
-def fabric_kind(plan: "Plan") -> str:
-    """efa | infiniband | tcpx | tcpxo | rdma | ethernet, from the plan's fabric profile."""
-    from reclaunch.fabric import get_profile
-
-    return get_profile(plan.fabric).fabric
-
-
-def fabric_facts(plan: "Plan"):
-    """What the stack needs to know of the plan's fabric (reclaunch/clouds.py FabricFacts:
-    the NIC type nodes attach, per-pool fabric groups, network MTU, prerequisites)."""
-    from reclaunch import clouds
-
-    return clouds.fabric(fabric_kind(plan))
 
 
 def api_cidrs(plan: "Plan") -> list[str]:

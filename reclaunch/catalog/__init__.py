@@ -32,6 +32,8 @@ PURCHASE_KINDS = ("on-demand", "capacity-block", "reservation", "flex-start")
 
 @dataclass(frozen=True)
 class Gpu:
+    """One GPU model's memory and dense peak rates (data/gpus.csv, each row sourced)."""
+
     name: str
     memory_gib: float
     hbm_tbps: float
@@ -104,6 +106,8 @@ class Offer:
 
 @dataclass(frozen=True)
 class Catalog:
+    """Every offer and GPU, with the data's version (bundled, or bundled + the user overlay)."""
+
     version: str
     offers: tuple[Offer, ...]
     gpus: dict[str, Gpu] = field(default_factory=dict)
@@ -144,23 +148,35 @@ def _num(v: str) -> float | None:
     return float(v) if v else None
 
 
+def _offer(values: dict) -> Offer:
+    """Offer(**values) for a dict of every field in field order, without the frozen __init__:
+    that sets the 26 fields with one object.__setattr__ call each, 6 ms of the 21 ms that
+    reading the bundled rows took (2026-12-01). The object is the same (==, hash, repr,
+    fields, replace, frozen): tests/catalog/test_reader.py holds both ways to that."""
+    offer = object.__new__(Offer)
+    object.__setattr__(offer, "__dict__", values)
+    return offer
+
+
 def parse_offer(row: dict[str, str], origin: str = "bundled") -> Offer:
-    return Offer(
-        cloud=row["cloud"], instance_type=row["instance_type"], region=row["region"],
-        gpu=row["gpu"], gpu_count=int(row["gpu_count"]),
-        gpu_memory_gib=float(row["gpu_memory_gib"]), intra_node=row["intra_node"],
-        nvlink=row["nvlink"], nvlink_gbs_per_gpu=float(row["nvlink_gbs_per_gpu"] or 0),
-        fabric=row["fabric"], nics=int(row["nics"] or 0), network_gbps=float(row["network_gbps"]),
-        gpudirect=row["gpudirect"].strip().lower() == "true", vcpus=int(row["vcpus"]),
-        ram_gib=float(row["ram_gib"]), local_nvme_gb=float(row["local_nvme_gb"] or 0),
-        on_demand_usd=_num(row["on_demand_usd"]), spot_usd=_num(row["spot_usd"]),
-        spot_low_usd=_num(row["spot_low_usd"]), spot_high_usd=_num(row["spot_high_usd"]),
-        price_as_of=_dt.date.fromisoformat(row["price_as_of"]), source=row["source"],
-        origin=origin,
+    return _offer({   # evaluated in field order: the first bad value is the one reported
+        "cloud": row["cloud"], "instance_type": row["instance_type"], "region": row["region"],
+        "gpu": row["gpu"], "gpu_count": int(row["gpu_count"]),
+        "gpu_memory_gib": float(row["gpu_memory_gib"]), "intra_node": row["intra_node"],
+        "nvlink": row["nvlink"], "nvlink_gbs_per_gpu": float(row["nvlink_gbs_per_gpu"] or 0),
+        "fabric": row["fabric"], "nics": int(row["nics"] or 0),
+        "network_gbps": float(row["network_gbps"]),
+        "gpudirect": row["gpudirect"].strip().lower() == "true", "vcpus": int(row["vcpus"]),
+        "ram_gib": float(row["ram_gib"]), "local_nvme_gb": float(row["local_nvme_gb"] or 0),
+        "on_demand_usd": _num(row["on_demand_usd"]), "spot_usd": _num(row["spot_usd"]),
+        "spot_low_usd": _num(row["spot_low_usd"]), "spot_high_usd": _num(row["spot_high_usd"]),
+        "price_as_of": _dt.date.fromisoformat(row["price_as_of"]), "source": row["source"],
+        "origin": origin,
         # Older overlays (written before these columns) still read: a missing column is a default.
-        zones=(row.get("zones") or "").strip(), purchase=(row.get("purchase") or "on-demand").strip(),
-        purchase_usd=_num(row.get("purchase_usd") or ""),
-    )
+        "zones": (row.get("zones") or "").strip(),
+        "purchase": (row.get("purchase") or "on-demand").strip(),
+        "purchase_usd": _num(row.get("purchase_usd") or ""),
+    })
 
 
 def _read_rows(text: str) -> list[dict[str, str]]:
@@ -201,11 +217,13 @@ def _bundled(generation: int = 0) -> tuple[str, tuple[Offer, ...], dict[str, Gpu
     """Keyed by the cloud registry's generation: a cloud registered later brings its rows."""
     import yaml
 
+    from reclaunch.catalog.reader import read_offers   # parse_offer's values, at start-up speed
+
     meta = yaml.load(_bundled_text("meta.yaml"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    offers = tuple(parse_offer(r) for r in _read_rows(_bundled_text("instances.csv")))
+    offers = tuple(read_offers(_bundled_text("instances.csv")))
     # A cloud whose package ships its own rows (CloudFacts.offers, next to its facts.py).
-    offers += tuple(parse_offer(r) for f in clouds.all_facts() if f.offers and f.home
-                    for r in _read_rows((f.home / f.offers).read_text()))
+    offers += tuple(o for f in clouds.all_facts() if f.offers and f.home
+                    for o in read_offers((f.home / f.offers).read_text()))
     gpus = {}
     for r in _read_rows(_bundled_text("gpus.csv")):
         gpus[r["gpu"]] = Gpu(r["gpu"], *(float(r[c]) for c in (
@@ -224,8 +242,10 @@ def read_overlay(path: Path) -> list[Offer] | None:
     A bad row is skipped with a `file:line` warning and the bundled row serves: a broken
     overlay must never stop planning nor put a NaN into a price."""
     from reclaunch.catalog.overlay import read_overlay as read_checked
+    from reclaunch.catalog.reader import row_parser
 
-    return read_checked(path, parse_offer, bundled_catalog().gpus)
+    return read_checked(path, parse_offer, bundled_catalog().gpus,
+                        row_parser=lambda header: row_parser(header, "overlay"))
 
 
 def load_catalog(overlay: bool = True, overlay_dir: Path | None = None) -> Catalog:

@@ -13,6 +13,8 @@ import csv
 import math
 import sys
 from dataclasses import fields
+from functools import lru_cache
+from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -30,23 +32,40 @@ def warn_once(line: str, out=None) -> None:
     print(f"warning: {line}", file=out or sys.stderr)
 
 
+@lru_cache(maxsize=8)
+def _fields_of(cls: type) -> tuple[tuple[str, ...], Callable]:
+    names = tuple(f.name for f in fields(cls))
+    return names, attrgetter(*names)
+
+
+@lru_cache(maxsize=4)
+def _registry(generation: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(clouds that sell instances, fabric names), read once per registry generation: an
+    overlay of a full refresh checks ~700 rows against them (the dicts were made per row)."""
+    return clouds.kube_names(), tuple(clouds.fabrics())
+
+
 def check_offer(offer, known_gpus: Iterable[str]) -> str | None:
     """What is wrong with a parsed overlay row, or None. Every number is finite and >= 0."""
-    for f in fields(offer):
-        v = getattr(offer, f.name)
-        if isinstance(v, float) and not math.isfinite(v):
-            return f"{f.name}: {v} is not a number"
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
-            return f"{f.name}: {v} is negative"
-    if offer.cloud not in (priced := clouds.kube_names()):   # the clouds that sell instances
+    names, values = _fields_of(type(offer))
+    for name, v in zip(names, values(offer)):
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return f"{name}: {v} is not a number"
+            if v < 0:
+                return f"{name}: {v} is negative"
+        elif isinstance(v, int) and not isinstance(v, bool) and v < 0:
+            return f"{name}: {v} is negative"
+    priced, fabrics = _registry(clouds.generation())
+    if offer.cloud not in priced:   # the clouds that sell instances
         return f"cloud: {offer.cloud!r} is not one of {', '.join(priced)}"
-    if offer.fabric not in clouds.fabrics():
-        return f"fabric: {offer.fabric!r} is not one of {', '.join(clouds.fabrics())}"
+    if offer.fabric not in fabrics:
+        return f"fabric: {offer.fabric!r} is not one of {', '.join(fabrics)}"
     if not offer.instance_type.strip() or not offer.region.strip():
         return "instance_type and region must not be empty"
     if offer.gpu_count < 1:
         return f"gpu_count: {offer.gpu_count} (a GPU instance has at least one)"
-    if offer.gpu not in set(known_gpus):
+    if offer.gpu not in (known_gpus if isinstance(known_gpus, (set, frozenset)) else set(known_gpus)):
         return f"gpu: {offer.gpu!r} is not a GPU the catalog knows"
     if offer.on_demand_usd is None and offer.spot_usd is None:
         return "no price (on_demand_usd and spot_usd are both empty)"
@@ -87,9 +106,11 @@ def far_from_bundled(offer, bundled) -> str | None:
 
 
 def read_overlay(path: Path, parse: Callable, known_gpus: Iterable[str],
-                 warn: Callable[[str], None] = warn_once):
+                 warn: Callable[[str], None] = warn_once, row_parser: Callable | None = None):
     """-> the overlay's good rows (each passed through `parse`), or None without a file.
-    Bad rows are left out with one `warning: FILE:LINE: why` each."""
+    Bad rows are left out with one `warning: FILE:LINE: why` each. `row_parser(header)`, if
+    given, may return a parser of whole csv rows that makes what `parse` makes of their dict
+    (catalog/reader.row_parser: a refresh of every region is ~700 rows, read by every plan)."""
     path = Path(path)
     try:
         if not path.is_file():
@@ -107,6 +128,7 @@ def read_overlay(path: Path, parse: Callable, known_gpus: Iterable[str],
     reader = csv.reader(text.splitlines())
     out = []
     header: list[str] | None = None
+    fast = None
     try:
         for row in reader:
             line = reader.line_num
@@ -119,13 +141,14 @@ def read_overlay(path: Path, parse: Callable, known_gpus: Iterable[str],
                     warn(f"{path}:{line}: header lacks {', '.join(missing)}; "
                          "ignoring the overlay (bundled prices serve)")
                     return None
+                fast = row_parser(header) if row_parser else None
                 continue
             if len(row) != len(header):
                 warn(f"{path}:{line}: {len(row)} fields, the header has {len(header)}; "
                      "row skipped (bundled row used)")
                 continue
             try:
-                offer = parse(dict(zip(header, row)), origin="overlay")
+                offer = fast(row) if fast else parse(dict(zip(header, row)), origin="overlay")
             except (KeyError, ValueError, TypeError, AttributeError) as exc:
                 warn(f"{path}:{line}: {_why(exc)}; row skipped (bundled row used)")
                 continue

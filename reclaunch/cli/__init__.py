@@ -6,13 +6,12 @@ act on (ReclaunchError) print as one line with the command's exit code, never a 
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 from reclaunch.errors import UsageError
-from reclaunch.cli.base import CLOUDS, KUBE_CLOUDS, _console, _emit_json, _load, cli  # noqa: F401
+from reclaunch.cli.base import KUBE_CHOICE, _console, _emit_json, _load, cli  # noqa: F401
 
 
 # ------------------------------------------------------------------ validate / schema
@@ -45,6 +44,8 @@ def validate(files: tuple[str, ...]) -> None:
 @click.option("--out", type=click.Path(dir_okay=False), help="Write to a file instead of stdout.")
 def schema(out: str | None) -> None:
     """JSON Schema of cluster.yaml (for editors: yaml-language-server)."""
+    import json
+
     from reclaunch.spec import json_schema
 
     text = json.dumps(json_schema(), indent=2) + "\n"
@@ -63,7 +64,7 @@ def schema(out: str | None) -> None:
 # ------------------------------------------------------------------ catalog
 
 @cli.group(invoke_without_command=True)
-@click.option("--cloud", type=click.Choice(KUBE_CLOUDS))
+@click.option("--cloud", type=KUBE_CHOICE)
 @click.option("--gpu", help="e.g. H100-80GB, A100")
 @click.option("--region")
 @click.option("--json", "as_json", is_flag=True, help="One JSON list on stdout.")
@@ -155,15 +156,16 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
             out["compare"] = [r.to_json() for r in rows]
         _emit_json(out)
     else:
-        console = _console()
-        console.print(plan_view.render_plan(the_plan))
         from reclaunch.cli.dryrun import needs_a_person
         from reclaunch.ui.dryrun import person_lines
+        from reclaunch.ui.grid import bold_ok
 
+        bold = bold_ok()   # plain text, no rich: rich's import and layout cost start-up (issue 25)
+        click.echo(plan_view.render_plan(the_plan, bold=bold))
         for line in person_lines(needs_a_person(the_plan)):   # the list `up` shows, before `up`
-            console.print(line)
+            click.echo(line)
         if rows is not None:
-            console.print(plan_view.render_compare(rows, top=top or None))
+            click.echo(plan_view.render_compare(rows, top=top or None, bold=bold))
     if not the_plan.memory.fits:
         sys.exit(1)
 
@@ -256,7 +258,7 @@ def _write(path, text: str, mode: int) -> None:
 # ------------------------------------------------------------------ catalog refresh / preview
 
 @catalog.command("refresh")
-@click.option("--cloud", type=click.Choice(KUBE_CLOUDS))
+@click.option("--cloud", type=KUBE_CHOICE)
 @click.option("--region")
 @click.option("--instance")
 @click.option("--dry-run", is_flag=True, help="Show the old -> new diff; write nothing.")

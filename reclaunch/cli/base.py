@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
-import json
+from typing import Callable
 
 import click
 
-from reclaunch.providers import KUBE_CLOUDS, REGISTRY, SWEPT_CLOUDS  # noqa: F401  (data only: no provider package is imported)
 
-CLOUDS = list(REGISTRY)
+class CloudChoice(click.Choice):
+    """click.Choice over registered clouds, read from the registry (reclaunch/clouds.py) the
+    first time click asks (`--help` of the verb, parsing its option), not when the CLI is
+    imported: the registry reads every cloud's facts file, which `reclaunch --help` and the
+    verbs without the option never need. Same help text, values and errors as
+    click.Choice(names()); a cloud registered through RECLAUNCH_CLOUDS is a choice too."""
+
+    def __init__(self, names: Callable[[], tuple[str, ...]]) -> None:
+        self._names = names        # click.Choice.__init__ would read the names now
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(self._names())
+
+
+def _kube_clouds() -> tuple[str, ...]:
+    from reclaunch import clouds   # clouds with a stack, prices and a sweeper
+    return clouds.kube_names()
+
+
+def _swept_clouds() -> tuple[str, ...]:
+    from reclaunch import clouds   # what `gc` sweeps: the clouds, and clusters you bring
+    return clouds.kube_names() + clouds.own_names()
+
+
+KUBE_CHOICE = CloudChoice(_kube_clouds)
+SWEPT_CHOICE = CloudChoice(_swept_clouds)
 
 
 def _console(stderr: bool = False):
@@ -19,6 +45,8 @@ def _console(stderr: bool = False):
 def _emit_json(obj) -> None:
     """Strict JSON: a NaN or inf that got this far becomes null (Python would print `NaN`,
     which no JSON parser accepts)."""
+    import json   # not on the start-up path of the verbs that print no JSON
+
     click.echo(json.dumps(_finite(obj), indent=2, sort_keys=False, default=str, allow_nan=False))
 
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from reclaunch.cli.base import KUBE_CLOUDS, SWEPT_CLOUDS, _console, _emit_json, _load, cli
+from reclaunch.cli.base import SWEPT_CHOICE, _console, _emit_json, _load, cli
 from reclaunch.errors import ReclaunchError, UsageError  # noqa: F401
 
 
@@ -187,7 +187,7 @@ def _gc_region(cloud: str, region: str) -> None:
 
 
 @cli.command()
-@click.option("--cloud", type=click.Choice(SWEPT_CLOUDS), required=True)
+@click.option("--cloud", type=SWEPT_CHOICE, required=True)
 @click.option("--region", required=True,
               help="e.g. us-east-1, eastus, us-central1; cloud kubernetes: the kubeconfig context")
 @click.option("--cluster", help="Only this cluster's resources (default: every reclaunch cluster).")

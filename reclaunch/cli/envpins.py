@@ -33,13 +33,26 @@ def _number(var: str, lo: float, hi: float, whole: bool) -> str | None:
     return None
 
 
+# Variable -> (module, function, arguments) that reads it and raises UsageError on a bad
+# value. Named here, not read from host.MEMORY_VAR and backend.SECRETS_ENV, so a module is
+# imported only when its variable is set: RECLAUNCH_HOME alone (tests, a moved home) imported
+# both on every command (tests/cli/test_cli_startup_imports.py holds the names to theirs).
+READERS: dict[str, tuple[str, str, tuple]] = {
+    "RECLAUNCH_HOST_MEMORY": ("reclaunch.host", "ram_bytes", ()),
+    "RECLAUNCH_HOST_CPUS": ("reclaunch.host", "cpu_count", ()),
+    "RECLAUNCH_TODAY": ("reclaunch.host", "today", ()),
+    "RECLAUNCH_SECRETS_PROVIDER": ("reclaunch.runtime.backend", "secrets_provider", (None,)),
+}
+
+
 def _readers() -> dict[str, Callable[[], object]]:
     """variable -> the function that reads it (and raises UsageError on a bad value)."""
-    from reclaunch import host
-    from reclaunch.runtime.backend import SECRETS_ENV, secrets_provider
+    import importlib
 
-    return {host.MEMORY_VAR: host.ram_bytes, host.CPUS_VAR: host.cpu_count,
-            host.TODAY_VAR: host.today, SECRETS_ENV: lambda: secrets_provider(None)}
+    def reader(module: str, name: str, args: tuple) -> Callable[[], object]:
+        return lambda: getattr(importlib.import_module(module), name)(*args)
+
+    return {var: reader(*where) for var, where in READERS.items()}
 
 
 def problems() -> list[str]:

@@ -53,6 +53,7 @@ class Member:
 
 @dataclass(frozen=True)
 class FabricProfile:
+    """One fabric's row: NCCL env, pod requirements, bandwidth figures and their sources."""
     name: str
     # A fabric of the cloud facts (FabricFacts); serves every cloud declaring it (`clouds`).
     fabric: str                       # efa | infiniband | tcpx | tcpxo | rdma | ethernet | gloo
@@ -94,8 +95,7 @@ class FabricProfile:
     fallback_fix: str = ""            # what to fix when NCCL fell back to sockets
     low_busbw_fix: str = ""           # what to check when busbw is under the threshold
     notes: str = ""
-    # Set on the profile profile_for() returns:
-    instance_type: str | None = None
+    instance_type: str | None = None  # this and the next two: set on what profile_for() returns
     intra_node_busbw_gbs: float = 0.0
     warning: str | None = None
 

@@ -27,6 +27,8 @@ def data() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class CheckpointCost:
+    """What checkpoints to the spec's bucket cost: size, write time, storage and requests."""
+
     bytes: int                  # one checkpoint: every table + optimizer state + dense model
     write_seconds: float        # one save across the cluster's nodes
     checkpoints: int            # saves over the job

@@ -22,6 +22,8 @@ from typing import Any, Callable
 
 @dataclass(frozen=True)
 class Point:
+    """One reference run of `reclaunch calibrate`: the job and its measured step."""
+
     spec_doc: dict[str, Any]        # the reference job, as a cluster.yaml document (cloud: local)
     step_s: float                   # measured median step seconds (RECLAUNCH_METRICS, warm-up dropped)
     samples_per_s: float | None = None
@@ -29,6 +31,8 @@ class Point:
 
 @dataclass(frozen=True)
 class HostCalibration:
+    """This host's calibration record: its identity, when, and the reference points."""
+
     host_id: str
     identity: dict[str, Any]
     measured_at: str
@@ -40,6 +44,8 @@ class HostCalibration:
 
 @dataclass(frozen=True)
 class Fit:
+    """measured = a + b x modelled, fitted over the calibration points."""
+
     a: float                        # seconds per step added
     b: float                        # multiplier on the modelled step
     residuals: tuple[float, ...]    # measured / fitted - 1, per point

@@ -12,6 +12,7 @@ from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
 from reclaunch.planner.perf import Hardware, dense_seconds, overlap_warning, step_overhead_seconds, step_time
 from reclaunch.planner.shard_plan import plan_sharding
+from reclaunch.spec.buckets import is_url
 
 
 def candidate_offers(spec, catalog):
@@ -199,8 +200,9 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
                     "storage": c["storage_source"],
                     "price": offer.source if offer is not None else None},
     }
-    from reclaunch.planner.bucket_cost import checkpoint_cost, notice_warning as bucket_notice
-    if (ck := checkpoint_cost(spec, cloud, nodes, world, hours)) is not None:
+    if is_url(spec.job.checkpoint.path):   # checkpoints in a bucket (else bucket_cost is not imported)
+        from reclaunch.planner.bucket_cost import checkpoint_cost, notice_warning as bucket_notice
+        ck = checkpoint_cost(spec, cloud, nodes, world, hours)
         consts["checkpoint_bucket"] = ck.to_json()   # bytes, write time, storage + request USD
         if (w := bucket_notice(spec, cloud, ck)) and w not in warnings:
             warnings.append(w)

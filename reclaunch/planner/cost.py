@@ -7,6 +7,7 @@ import math
 
 from reclaunch.planner.constants import constants
 from reclaunch.planner.model import Cost
+from reclaunch.spec.buckets import is_url
 
 GIB = 1 << 30
 
@@ -95,10 +96,11 @@ def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str],
     cloud = offer.cloud if offer is not None else spec.cloud
     up_billed, up_wall = startup
     cp, storage = line_items(spec, hours + up_wall, cloud)
-    from reclaunch.planner.bucket_cost import checkpoint_cost
+    if is_url(spec.job.checkpoint.path):   # checkpoints in a bucket (bucket_cost.py)
+        from reclaunch.planner.bucket_cost import checkpoint_cost
 
-    if (ck := checkpoint_cost(spec, cloud, nodes, nodes * spec.gpus_per_node, hours + up_wall)) is not None:
-        storage += ck.storage_usd + ck.requests_usd     # checkpoints in a bucket (bucket_cost.py)
+        ck = checkpoint_cost(spec, cloud, nodes, nodes * spec.gpus_per_node, hours + up_wall)
+        storage += ck.storage_usd + ck.requests_usd
     from reclaunch.planner.storage_size import rounding_note
 
     if (note := rounding_note(spec.storage.kind, spec.storage.size)) and note not in warnings:

@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from reclaunch.planner import calibration as hostmod
 from reclaunch.planner import measured as meas
 from reclaunch.planner.startup import Startup, timeline
 
 
 @dataclass
 class Evidence:
+    """What gather() found: the step and throughput to price, and where they come from."""
+
     step: Any                       # StepTime, calibrated on this host where that applies
     throughput: float               # what the job is priced with
     throughput_model: float         # the model's figure (calibrated for local)
@@ -35,6 +36,8 @@ def gather(spec, *, cloud: str, instance: str | None, gpus_per_node: int, nodes:
     local = instance is None
     world = nodes * gpus_per_node
     if local and ctx.host is not None:
+        from reclaunch.planner import calibration as hostmod   # cloud: local only: not on every plan
+
         f = hostmod.fit(ctx.host, modelled)
         step = hostmod.calibrated(step, f)
         throughput = world * spec.job.batch_size / step.total_seconds

@@ -133,6 +133,8 @@ class Fixed:
 
 @dataclass
 class MemoryResult:
+    """assemble()'s result: the plan's Memory plus what the rest of the plan needs."""
+
     memory: Memory
     dense: DenseShape
     dp_table_bytes: int           # weights of tables kept data parallel (all-reduced)

@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass
 class Memory:
+    """Memory per GPU after sharding, and whether it fits (the `memory` of plan --json)."""
+
     embedding_bytes: int            # per GPU, after sharding
     dense_bytes: int
     gradient_bytes: int
@@ -56,6 +58,8 @@ class TableShard:
 
 @dataclass
 class RankLoad:
+    """One rank's predicted embedding memory and step work (a `sharding.per_rank` row)."""
+
     rank: int
     memory_bytes: float             # embedding shards (weights, state, grads, io buffers)
     lookup_seconds: float           # embedding lookups fwd + bwd (+ dense optimizer of DP tables)
@@ -69,6 +73,8 @@ class RankLoad:
 
 @dataclass
 class Sharding:
+    """The per-table sharding plan, its per-rank loads and the rank the step waits for."""
+
     tables: list[TableShard]
     per_rank: list[RankLoad]
     world_size: int
@@ -89,6 +95,8 @@ class Sharding:
 
 @dataclass
 class Comm:
+    """Collective time per step and the bus bandwidths it was computed with."""
+
     allreduce_seconds_per_step: float
     alltoall_seconds_per_step: float
     bandwidth_gbps_used: float      # effective bus bandwidth used for the all-reduce, GB/s
@@ -98,6 +106,8 @@ class Comm:
 
 @dataclass
 class StepTime:
+    """One training step's parts, seconds (the `step` of plan --json)."""
+
     embedding_seconds: float
     dense_compute_seconds: float
     allreduce_seconds: float
@@ -108,6 +118,8 @@ class StepTime:
 
 @dataclass
 class Cost:
+    """Hourly rates and whole-job totals, USD (the `cost` of plan --json)."""
+
     on_demand_usd_per_hour: float | None   # whole cluster, instances only
     spot_usd_per_hour: float | None
     on_demand_total_usd: float | None      # whole job, all line items
@@ -126,6 +138,8 @@ class Cost:
 
 @dataclass
 class Plan:
+    """A whole plan: where, how many, how fast, how much (`Plan.to_json` is plan --json)."""
+
     spec: "Spec"
     cloud: str
     region: str | None

@@ -50,6 +50,8 @@ class StepCtx:
 
 @dataclass(frozen=True)
 class TableIn:
+    """One embedding table as the sharding search sees it."""
+
     name: str
     rows: int
     dim: int
@@ -60,6 +62,8 @@ class TableIn:
 
 @dataclass
 class Eval:
+    """A sharding plan's rating: per-rank compute, comms and memory, and the step they give."""
+
     overflow: float
     total: float
     comp: list[float] = field(default_factory=list)

@@ -26,6 +26,8 @@ def startup_data() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Step:
+    """One step of the startup timeline, with its source."""
+
     name: str
     seconds: float
     billed: bool            # GPU instances exist (and bill) while this runs
@@ -38,6 +40,8 @@ class Step:
 
 @dataclass(frozen=True)
 class Startup:
+    """The startup timeline: launch to the first training step."""
+
     steps: tuple[Step, ...] = ()
     data_version: str = ""
     notes: tuple[str, ...] = field(default=())

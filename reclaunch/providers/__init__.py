@@ -1,22 +1,35 @@
 """Targets: everything above picks by `get(cloud)`; no module here lists cloud names.
 
-A provider module implements `Provider` (below). Cloud providers share the Kubernetes path
-(Pulumi stack + PyTorchJob) from `reclaunch.runtime.lifecycle`; `local` runs torchrun on this machine.
+A provider module implements `Provider` (providers/api.py). Cloud providers share the
+Kubernetes path (Pulumi stack + PyTorchJob) from `reclaunch.runtime.lifecycle`; `local` runs
+torchrun on this machine.
 Each module is imported lazily so one cloud's SDK never loads for another.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Iterator, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from reclaunch import clouds
 from reclaunch.errors import UsageError
-from reclaunch.providers.options import UpOptions  # noqa: F401  (part of the Provider API)
-from reclaunch.runtime.states import JobStatus  # noqa: F401  (part of the Provider API)
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
+    from reclaunch.providers.api import Provider
+
+# The Provider API (providers/api.py: the protocols; UpOptions, JobStatus), importable from
+# here as before but loaded on first use: `plan` imports this package for planning_catalog
+# and needs none of them (4 ms of dataclass, enum and protocol classes at start-up).
+_API = {"Provider": "reclaunch.providers.api", "ListsClusters": "reclaunch.providers.api",
+        "Adoptable": "reclaunch.providers.api", "Preemptible": "reclaunch.providers.api",
+        "UpOptions": "reclaunch.providers.options", "JobStatus": "reclaunch.runtime.states"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The targets, from the one registry (reclaunch/clouds.py; each cloud's facts are its
@@ -24,66 +37,12 @@ if TYPE_CHECKING:  # pragma: no cover
 # PyTorchJob), "own" (a cluster the team already has: its nodes are the offers, no stack) or
 # "here". Read live, so a cloud registered through RECLAUNCH_CLOUDS is known.
 REGISTRY = clouds.PerCloud(lambda f: (f.provider, f.kind))
-# Clouds with a stack, prices and a sweeper (CLI choices, fixed at import; no provider
-# package is imported for this). What the provider does is declared in its package's CloudSpec.
+# Clouds with a stack, prices and a sweeper (fixed at import; no provider package is imported
+# for this; the CLI's --cloud choices read the registry through cli.base.CloudChoice). What the provider does is declared in its package's CloudSpec.
 KUBE_CLOUDS: tuple[str, ...] = clouds.kube_names()
 # Targets `gc` can sweep: the clouds, and clusters you bring (their region is a kube context).
 OWN_CLUSTERS: tuple[str, ...] = clouds.own_names()
 SWEPT_CLOUDS: tuple[str, ...] = KUBE_CLOUDS + OWN_CLUSTERS
-
-
-class Provider(Protocol):
-    """What every target implements. `up`'s options are one typed UpOptions (a misspelt field
-    is a TypeError where it is built, never silently swallowed)."""
-
-    name: str
-
-    def check_ready(self, plan: "Plan | None") -> None:
-        """Raise ProviderError (one line, with the fix) if credentials/CLI/tools are missing."""
-
-    def up(self, plan: "Plan", options: UpOptions = UpOptions()) -> JobStatus:
-        """Provision (idempotently) and start the job; unless options.detach, follow it to the
-        end. options.on_started: called once the job runs (the CLI releases the name's lock)."""
-
-    def holds(self, name: str) -> tuple[str, str | None, str] | None:
-        """(cloud, region, description) when this target holds a live cluster `name`."""
-
-    def interrupted_hint(self, name: str, path: str) -> str:
-        """What to tell a user who pressed Ctrl-C during `up`."""
-
-    def status(self, name: str) -> JobStatus: ...
-
-    def logs(self, name: str, rank: int | None = None, follow: bool = False) -> Iterator[str]: ...
-
-    def all_logs(self, name: str) -> Iterator[str]:
-        """Every rank's log lines so far, all pods / nodes (what `diagnose` reads)."""
-
-    def down(self, name: str, *, keep_storage: bool = False, yes: bool = False,
-             backend: str | None = None) -> None:
-        """Destroy everything of this cluster and verify nothing is left."""
-
-
-@runtime_checkable
-class ListsClusters(Protocol):
-    """A target that can list its clusters without the journal (cloud: local: its state dirs)."""
-
-    def names(self) -> list[str]: ...
-
-
-@runtime_checkable
-class Adoptable(Protocol):
-    """A target that can rebuild a lost journal record from the spec (clouds: the stack name
-    and tags follow from the spec), so `down FILE` still destroys and verifies."""
-
-    def adopt(self, spec_path: str, backend: str | None) -> None: ...
-
-
-@runtime_checkable
-class Preemptible(Protocol):
-    """A target that can rehearse a spot reclaim on a running job (`reclaunch preempt`)."""
-
-    def preempt(self, name: str, node: int, *, notice: float = 10.0,
-                replace_after: float = 5.0) -> dict[str, Any]: ...
 
 
 def _package(cloud: str, kinds: tuple[str, ...] = ("kube", "own", "here")):

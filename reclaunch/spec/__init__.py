@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -16,7 +17,22 @@ from pydantic import ValidationError
 from reclaunch.errors import SpecError
 from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, runs_here  # noqa: F401
 
-from reclaunch.spec.models import PRESETS, Spec  # noqa: F401
+# The models are built with pydantic's plugins off (PYDANTIC_DISABLE_PLUGINS, pydantic's own
+# switch): reclaunch has no plugin, and looking for one scans the entry points of every installed
+# distribution (~13 ms of each `validate` and `plan`, issue 25). The variable is set only while
+# models.py (and the kubernetes, env_rules models it imports) build their classes and is put back
+# after, so user code validating its own models, and every child process (torchrun, pulumi), see
+# the environment as it was.
+_plugins_before = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+try:
+    from reclaunch.spec.models import PRESETS, Spec  # noqa: F401
+finally:
+    if _plugins_before is None:
+        del os.environ["PYDANTIC_DISABLE_PLUGINS"]
+    else:
+        os.environ["PYDANTIC_DISABLE_PLUGINS"] = _plugins_before
+    del _plugins_before
 from reclaunch.spec.rules import cross_check, normalize_gpu  # noqa: F401
 
 

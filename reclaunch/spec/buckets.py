@@ -8,7 +8,6 @@ so nothing branches on a cloud name.
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import NamedTuple
 
@@ -37,8 +36,10 @@ OBJECT_STORES: dict[str, StoreFacts] = {
 }
 # Azure storage account names: 3-24 lowercase letters and digits (learn.microsoft.com/azure/
 # storage/common/storage-account-overview#storage-account-name).
-_ACCOUNT = re.compile(r"[a-z0-9]{3,24}")
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/]*)(?:/(.*))?$")
+# Patterns, not compiled objects: `re` compiles (and caches) them on the first URL, so a spec
+# without one never pays for it (issue 25: start-up time).
+_ACCOUNT = r"[a-z0-9]{3,24}"
+_URL = r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/]*)(?:/(.*))?$"
 
 
 class BucketURL(NamedTuple):
@@ -59,11 +60,13 @@ def is_url(path: str | None) -> bool:
 
 def parse(path: str) -> BucketURL:
     """'s3://b/p/q/' -> BucketURL('s3', 'b', 'p/q'); ValueError with a one-line reason."""
-    m = _URL.match(path.strip())
+    m = re.match(_URL, path.strip())
     if not m:
         raise ValueError(f"{path!r} is not a URL such as s3://BUCKET/PREFIX")
     scheme, host, rest = m.group(1).lower(), m.group(2), (m.group(3) or "").strip("/")
     if scheme not in OBJECT_STORES:
+        import difflib   # only for a typo's hint
+
         close = difflib.get_close_matches(scheme, list(OBJECT_STORES), n=1, cutoff=0.3)
         raise ValueError(f"unknown object store {scheme}://"
                          + (f"; did you mean {close[0]}://?" if close else "")
@@ -72,7 +75,7 @@ def parse(path: str) -> BucketURL:
     if "@" in host:
         host, _, acct_host = host.partition("@")
         account = acct_host.split(".", 1)[0]
-        if not _ACCOUNT.fullmatch(account or ""):
+        if not re.fullmatch(_ACCOUNT, account or ""):
             raise ValueError(f"{account!r} is not an Azure storage account name (3-24 lowercase "
                              "letters and digits)")
     pattern, rule = OBJECT_STORES[scheme].name_rule

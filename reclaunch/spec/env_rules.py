@@ -8,8 +8,6 @@ the job would silently run another plan than the one shown. The trainer's own kn
 (RECLAUNCH_LR, RECLAUNCH_FAULT, RECLAUNCH_BATCH_SIZE, ...) stay the user's to set.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field

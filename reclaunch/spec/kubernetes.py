@@ -5,8 +5,6 @@ pays) is checked here; what the cluster has (nodes, GPUs, fabric, the training o
 read from its API at plan time by reclaunch/providers/kubernetes, never here.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -60,6 +59,8 @@ def _fields_at(root: type[BaseModel], loc: tuple) -> list[str]:
 def message(root: type[BaseModel], err: dict) -> tuple[tuple, str]:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     kind = err["type"]
+    import difflib   # here, not at the top: only a spec with a problem needs it
+
     if kind == "extra_forbidden":
         field = loc[-1] if loc else "?"
         close = difflib.get_close_matches(str(field), _fields_at(root, loc[:-1]), n=1, cutoff=0.6)

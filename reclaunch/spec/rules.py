@@ -5,7 +5,6 @@ Returns (field path, message) problems; `reclaunch.spec` turns them into file:li
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import TYPE_CHECKING
 
@@ -47,13 +46,19 @@ def encryption_at_host_clouds() -> tuple[str, ...]:
 Problem = tuple[tuple[str | int, ...], str]
 
 
+def _close(word: str, choices: list[str], n: int, cutoff: float) -> list[str]:
+    import difflib   # here, not at the top: only a spec with a typo needs it (issue 25)
+
+    return difflib.get_close_matches(word, choices, n=n, cutoff=cutoff)
+
+
 def normalize_gpu(name: str, known: list[str]) -> str | list[str]:
     """'h100' -> 'H100-80GB'; an ambiguous or unknown name returns the candidates."""
     key = re.sub(r"[\s_]+", "-", name.strip().upper()).replace("GIB", "GB")
     if key in known:
         return key
     hits = [k for k in known if k.startswith(key + "-") or k.replace("-", "") == key.replace("-", "")]
-    return hits[0] if len(hits) == 1 else (hits or difflib.get_close_matches(key, known, n=3, cutoff=0.4))
+    return hits[0] if len(hits) == 1 else (hits or _close(key, known, n=3, cutoff=0.4))
 
 
 def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
@@ -118,7 +123,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         out.append((("region",), f"required for cloud: {s.cloud} (e.g. {', '.join(cat.regions(s.cloud)[:3])})"))
     elif s.region not in (known := cat.regions(s.cloud)):
         # A region no catalog row sells in cannot be planned or priced; say which ones can.
-        close = difflib.get_close_matches(s.region, known, n=3, cutoff=0.8)
+        close = _close(s.region, known, n=3, cutoff=0.8)
         # A transposed pair (us-esat-1) scores no better than a different word (us-west-1).
         close.sort(key=lambda r: sorted(r) != sorted(s.region))
         out.append((("region",), f"{s.region!r}: no {s.cloud} GPU offer in the catalog is in that region"
@@ -146,7 +151,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         inst = cat.instance(s.cloud, s.instance_type)
         if inst is None:
             names = cat.instance_types(s.cloud)
-            close = difflib.get_close_matches(s.instance_type, names, n=1, cutoff=0.5)
+            close = _close(s.instance_type, names, n=1, cutoff=0.5)
             elsewhere = [o.cloud for o in cat.offers if o.instance_type == s.instance_type]
             hint = (f" — did you mean {close[0]}?" if close else
                     f"; it is a {elsewhere[0]} instance" if elsewhere else

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import re
 
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*([KMGTPE]?)(i?)(B?)\s*$", re.I)
+# A pattern, not a compiled object: `re` compiles (and caches) it on the first size given as
+# text, so a spec without one never pays for it (issue 25: start-up time).
+_SIZE = r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)\s*([KMGTPE]?)(i?)(B?)\s*$"
 MAX_SIZE = 2**70   # 1 ZiB: past any storage; keeps every size a float-safe number
 _POW = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
@@ -64,7 +66,7 @@ def parse_size(value: object) -> int:
         return int(value)
     if not isinstance(value, str):
         raise ValueError(f"expected a size such as 100GiB, got {type(value).__name__}")
-    m = _SIZE.match(value)
+    m = re.match(_SIZE, value, re.I)
     if not m:
         raise ValueError(f"expected a size such as 80GB, 1.2TiB or 500Gi, got {value!r}")
     num, prefix, binary, _ = m.groups()

@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
 def manual_prerequisites(plan: "Plan", host: "Probe | None" = None) -> list[str]:
     """`host`: Azure's answer about encryption at host, given at `up` (None: plan, dry-run)."""
     from stacks.azure.host_encryption import person_lines
-    from stacks.common import fabric_facts
+    from stacks.fabric_facts import fabric_facts
 
     vcpus = (plan.offer.vcpus if plan.offer else 0) * plan.max_nodes
     out = [f"vCPU quota: the {plan.instance_type} family must allow {vcpus} vCPUs in "

@@ -1,4 +1,18 @@
 """GKE with A3 multi-network GPU node pools."""
 
-from stacks.gcp.pools import job_placement, node_pools  # noqa: F401  (stacks.StackFacts: pure)
 from stacks.gcp.prerequisites import manual_prerequisites  # noqa: F401  (printed by `up`)
+
+# stacks.StackFacts (pure). The pools module loads on first use: `plan` imports this package
+# only for manual_prerequisites, and pools brings stacks.common (~3 ms of dataclasses).
+
+
+def node_pools(plan):
+    from stacks.gcp.pools import node_pools
+
+    return node_pools(plan)
+
+
+def job_placement(plan):
+    from stacks.gcp.pools import job_placement
+
+    return job_placement(plan)

@@ -21,22 +21,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from stacks import common as c
+from stacks.gcp.accelerators import ACCELERATOR, accelerator  # noqa: F401
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 SYSTEM_MACHINE = "e2-standard-8"
 COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
-ACCELERATOR = {  # instance prefix -> GKE accelerator type
-    "a3-megagpu": "nvidia-h100-mega-80gb", "a3-highgpu": "nvidia-h100-80gb",
-    "a3-ultragpu": "nvidia-h200-141gb", "a2-ultragpu": "nvidia-a100-80gb",
-    "a2-highgpu": "nvidia-tesla-a100", "g2-standard": "nvidia-l4",
-}
-
-
-def accelerator(plan: "Plan") -> str:
-    prefix = "-".join((plan.instance_type or "").split("-")[:2])
-    return ACCELERATOR.get(prefix, "nvidia-" + (plan.gpu or "gpu").lower())
 
 
 def pool_name(plan: "Plan", key: str) -> str:

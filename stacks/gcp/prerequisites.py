@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def manual_prerequisites(plan: "Plan") -> list[str]:
-    from stacks.gcp.pools import accelerator
+    from stacks.gcp.accelerators import accelerator
 
     gpus = plan.max_nodes * plan.gpus_per_node
     kind = "preemptible (Spot) " if plan.spot else ""

@@ -1,0 +1,114 @@
+"""A measurement record (reclaunch.planner.measured) and its strict validation.
+
+Apart from measured.py so that a `plan` with no records on disk does not build the record
+type; measured re-exports every name here but the private ones.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+VERSION = 1
+PARTS = ("step_s", "data_wait_s", "fwd_bwd_s", "optimizer_s", "comm_s")
+# What a key is made of: a record applies to a plan only when every one of these agrees.
+KEY_FIELDS = ("cloud", "instance", "gpus_per_node", "nodes", "model_signature", "batch_size",
+              "precision", "sharding")
+_TEXT = re.compile(r"^[\w .,:;/@+()=\[\]#-]{1,200}$")
+_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+_SHARDINGS = ("data_parallel", "table_wise", "row_wise", "column_wise", "table_row_wise")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured run of a job shape (a record under $RECLAUNCH_HOME/measurements)."""
+
+    cloud: str
+    instance: str
+    gpus_per_node: int
+    nodes: int
+    model_signature: str
+    batch_size: int
+    precision: str
+    sharding: dict[str, str]
+    samples_per_s: float
+    measured_at: str                       # ISO 8601 UTC
+    run: str                               # the cluster name that ran it
+    source: str = "run"                    # "run" | "import FILE"
+    steps: int = 0                         # optimizer steps the figure covers (last step seen)
+    intervals: int = 0
+    step: dict[str, float | None] = field(default_factory=dict)   # median per-step parts
+    version: int = VERSION
+
+    def key(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in KEY_FIELDS}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class RecordError(ValueError):
+    """A measurement record that does not validate: `field: problem`."""
+
+
+def _need(d: dict, name: str, kinds, check=None, why: str = "") -> Any:
+    if name not in d:
+        raise RecordError(f"{name}: missing")
+    v = d[name]
+    if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
+        raise RecordError(f"{name}: expected {'/'.join(k.__name__ for k in kinds)}, got {type(v).__name__}")
+    if check is not None and not check(v):
+        raise RecordError(f"{name}: {why or 'out of range'} ({v!r})")
+    return v
+
+
+def from_dict(d: Any) -> Measurement:
+    """Strict: every field present, typed and in range; unknown fields refused."""
+    if not isinstance(d, dict):
+        raise RecordError("a record must be an object")
+    known = {f for f in Measurement.__dataclass_fields__}
+    extra = sorted(set(d) - known)
+    if extra:
+        raise RecordError(f"{extra[0]}: unknown field")
+    if d.get("version", VERSION) != VERSION:
+        raise RecordError(f"version: {d.get('version')!r} is not {VERSION}")
+    text = lambda v: bool(_TEXT.match(v))  # noqa: E731
+    pos = lambda v: math.isfinite(v) and v > 0  # noqa: E731
+    out = dict(
+        cloud=_need(d, "cloud", (str,), lambda v: bool(re.match(r"^[a-z][a-z0-9-]{0,31}$", v)), "not a target name"),
+        instance=_need(d, "instance", (str,), text, "not a plain name"),
+        gpus_per_node=_need(d, "gpus_per_node", (int,), lambda v: 1 <= v <= 64),
+        nodes=_need(d, "nodes", (int,), lambda v: 1 <= v <= 10_000),
+        model_signature=_need(d, "model_signature", (str,),
+                              lambda v: bool(re.match(r"^sha256:[0-9a-f]{16}$", v)), "not sha256:<16 hex>"),
+        batch_size=_need(d, "batch_size", (int,), lambda v: 1 <= v <= 1 << 24),
+        precision=_need(d, "precision", (str,), lambda v: v in _PRECISIONS, "unknown precision"),
+        sharding=_need(d, "sharding", (dict,)),
+        samples_per_s=float(_need(d, "samples_per_s", (int, float), pos, "must be a positive number")),
+        measured_at=_need(d, "measured_at", (str,), _iso, "not an ISO 8601 time"),
+        run=_need(d, "run", (str,), text, "not a plain name"),
+        source=_need(d, "source", (str,), text, "not plain text") if "source" in d else "run",
+        steps=_need(d, "steps", (int,), lambda v: v >= 0) if "steps" in d else 0,
+        intervals=_need(d, "intervals", (int,), lambda v: v >= 0) if "intervals" in d else 0,
+        step=_need(d, "step", (dict,)) if "step" in d else {})
+    for t, kind in out["sharding"].items():
+        if not isinstance(t, str) or not text(t) or kind not in _SHARDINGS:
+            raise RecordError(f"sharding.{t}: {kind!r} is not a sharding type")
+    for k, v in out["step"].items():
+        if k not in PARTS:
+            raise RecordError(f"step.{k}: unknown part (one of {', '.join(PARTS)})")
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
+                              or not math.isfinite(v) or v < 0):
+            raise RecordError(f"step.{k}: must be null or seconds >= 0")
+    return Measurement(**out)
+
+
+def _iso(v: str) -> bool:
+    try:
+        datetime.fromisoformat(v.replace("Z", "+00:00"))
+        return True
+    except ValueError:
+        return False

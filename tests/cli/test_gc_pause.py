@@ -1,0 +1,63 @@
+"""The collector is paused only for the one-shot verbs, and always given back
+(reclaunch/__main__.py, the console script's entry)."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import pytest
+
+import reclaunch.cli
+from reclaunch.__main__ import ONE_SHOT, main
+
+EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "aws-deepfm-p4d.yaml")
+
+
+@pytest.mark.parametrize("argv, paused", [(["plan", "f.yaml"], True), (["validate", "a"], True),
+                                          (["render", "f", "--out", "d"], True),
+                                          (["up", "f.yaml"], False), (["logs", "n", "-f"], False),
+                                          (["--help"], False), ([], False)])
+def test_collector_paused_only_for_one_shot_verbs_and_restored(monkeypatch, argv, paused):
+    seen = []
+    monkeypatch.setattr(reclaunch.cli, "main", lambda a=None: seen.append(gc.isenabled()))
+    assert gc.isenabled()
+    main(argv)
+    assert seen == [not paused]
+    assert gc.isenabled()   # given back, whatever the verb
+
+
+def test_collector_given_back_when_the_verb_raises(monkeypatch):
+    def boom(argv=None):
+        raise SystemExit(2)
+
+    monkeypatch.setattr(reclaunch.cli, "main", boom)
+    with pytest.raises(SystemExit):
+        main(["plan", "x.yaml"])
+    assert gc.isenabled()
+
+
+def test_a_disabled_collector_stays_the_callers_choice(monkeypatch):
+    monkeypatch.setattr(reclaunch.cli, "main", lambda a=None: None)
+    gc.disable()
+    try:
+        main(["validate", "x"])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_real_one_shot_verb_runs_and_gives_the_collector_back(capsys):
+    with pytest.raises(SystemExit) as ended:
+        main(["validate", EXAMPLE])
+    assert ended.value.code == 0 and ": ok (" in capsys.readouterr().out
+    assert gc.isenabled()
+
+
+def test_one_shot_verbs_are_real_verbs():
+    assert ONE_SHOT <= set(reclaunch.cli.cli.commands)
+
+
+def test_console_script_starts_here():
+    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert 'reclaunch = "reclaunch.__main__:main"' in text
