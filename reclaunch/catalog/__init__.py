@@ -201,25 +201,38 @@ def write_rows(path: Path, offers: list[Offer]) -> None:
     os.replace(tmp, path)
 
 
-def _bundled_text(name: str) -> str:
-    # A plain file read on the normal (unzipped) install; importlib.resources (slower to
-    # import, on the CLI start-up path) only when the package runs from a zip.
-    path = Path(__file__).with_name("data") / name
+def package_data(anchor: str, package: str, name: str) -> str:
+    """data/NAME beside the module file `anchor` (of `package`): the catalog's and the
+    planner's data files. A plain file read on the normal (unzipped) install;
+    importlib.resources (~7 ms to import, on every `validate` and `plan`) only when the
+    package runs from a zip."""
+    path = Path(anchor).with_name("data") / name
     if path.is_file():
         return path.read_text()
     from importlib import resources
 
-    return resources.files(__package__).joinpath("data", name).read_text()
+    return resources.files(package).joinpath("data", name).read_text()
+
+
+def parse_yaml(text: str):
+    """Our own committed data YAML, with libyaml's loader when PyYAML has it (the pure-Python
+    one costs ~10 ms per CLI call). A user's cluster.yaml is not read here: spec/yaml_lines.py
+    keeps PyYAML's own parser and its line numbers."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def _bundled_text(name: str) -> str:
+    return package_data(__file__, __package__, name)
 
 
 @lru_cache(maxsize=4)
 def _bundled(generation: int = 0) -> tuple[str, tuple[Offer, ...], dict[str, Gpu]]:
     """Keyed by the cloud registry's generation: a cloud registered later brings its rows."""
-    import yaml
-
     from reclaunch.catalog.reader import read_offers   # parse_offer's values, at start-up speed
 
-    meta = yaml.load(_bundled_text("meta.yaml"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    meta = parse_yaml(_bundled_text("meta.yaml"))
     offers = tuple(read_offers(_bundled_text("instances.csv")))
     # A cloud whose package ships its own rows (CloudFacts.offers, next to its facts.py).
     offers += tuple(o for f in clouds.all_facts() if f.offers and f.home

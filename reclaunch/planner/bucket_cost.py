@@ -12,17 +12,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from reclaunch.planner.constants import data_text
+from reclaunch.planner.constants import data_yaml
 from reclaunch.planner.memory import dense_shape, fused_table_sizes, optimizer_state_bytes
 from reclaunch.spec.buckets import is_url
 
 
 @lru_cache(maxsize=1)
 def data() -> dict[str, Any]:
-    import yaml
-
-    text = data_text("object_storage.yaml")
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return data_yaml("object_storage.yaml")
 
 
 @dataclass(frozen=True)

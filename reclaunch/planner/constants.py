@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from reclaunch import clouds
+from reclaunch.catalog import package_data, parse_yaml
 
 
-def data_text(name: str) -> str:
-    """A file of planner/data: a plain read on a normal install; importlib.resources (~7 ms
-    to import, on every `plan`) only when the package runs from a zip."""
-    path = Path(__file__).with_name("data") / name
-    if path.is_file():
-        return path.read_text()
-    from importlib import resources
-
-    return resources.files(__package__).joinpath("data", name).read_text()
+def data_yaml(name: str) -> Any:
+    """A YAML file of planner/data, read and parsed as the catalog reads its own data files
+    (a fresh object each call: callers cache it, and _constants amends its copy)."""
+    return parse_yaml(package_data(__file__, __package__, name))
 
 
 def constants() -> dict[str, Any]:
@@ -28,11 +23,7 @@ def constants() -> dict[str, Any]:
 def _constants(generation: int) -> dict[str, Any]:
     """planner.yaml, with the per-cloud numbers taken from each cloud's facts (`planner`):
     spot.reclaim_rate_per_node_hour, control_plane_usd_per_hour, storage pvc price."""
-    import yaml
-
-    text = data_text("planner.yaml")
-    # libyaml's loader when present: the pure-Python one costs ~10 ms per CLI call.
-    c = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    c = data_yaml("planner.yaml")
     per = {f.name: f.planner for f in clouds.all_facts()}
     c["spot"]["reclaim_rate_per_node_hour"] = {
         k: v["reclaim_rate_per_node_hour"] for k, v in per.items()}

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from reclaunch.planner.constants import data_yaml
 from reclaunch.spec.models import CRITEO_1TB_HOTS, CRITEO_1TB_ROWS
 
 # TensorFlow2 WideAndDeep README "Features" (Outbrain): (dim, cardinality, hotness) of the 16
@@ -40,10 +40,7 @@ class Row:
 
 @lru_cache(maxsize=1)
 def rows() -> tuple[Row, ...]:
-    import yaml
-
-    text = resources.files("reclaunch.planner").joinpath("data", "calibration.yaml").read_text()
-    data = yaml.safe_load(text)
+    data = data_yaml("calibration.yaml")
     return tuple(Row(r["id"], r["source"], r["stack"], r["family"], r["gpu"], float(r["published"]), r)
                  for r in data["rows"])
 

@@ -13,15 +13,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from reclaunch.planner.constants import data_text
+from reclaunch.planner.constants import data_yaml
 
 
 @lru_cache(maxsize=1)
 def startup_data() -> dict[str, Any]:
-    import yaml
-
-    text = data_text("startup.yaml")
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return data_yaml("startup.yaml")
 
 
 @dataclass(frozen=True)
