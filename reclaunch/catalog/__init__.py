@@ -158,16 +158,27 @@ def _offer(values: dict) -> Offer:
     return offer
 
 
+# Offer's fields from gpu to local_nvme_gb: what an instance type is, whatever the region
+# (catalog/reader.py converts them once per instance type).
+FACT_COLUMNS = ("gpu", "gpu_count", "gpu_memory_gib", "intra_node", "nvlink",
+                "nvlink_gbs_per_gpu", "fabric", "nics", "network_gbps", "gpudirect", "vcpus",
+                "ram_gib", "local_nvme_gb")
+
+
+def instance_facts(v: tuple[str, ...]) -> dict:
+    """The FACT_COLUMNS values converted, in Offer's field order (the first bad one raises)."""
+    gpu, count, mem, intra, nvlink, nvgbs, fabric, nics, gbps, direct, vcpus, ram, nvme = v
+    return {"gpu": gpu, "gpu_count": int(count), "gpu_memory_gib": float(mem),
+            "intra_node": intra, "nvlink": nvlink, "nvlink_gbs_per_gpu": float(nvgbs or 0),
+            "fabric": fabric, "nics": int(nics or 0), "network_gbps": float(gbps),
+            "gpudirect": direct.strip().lower() == "true", "vcpus": int(vcpus),
+            "ram_gib": float(ram), "local_nvme_gb": float(nvme or 0)}
+
+
 def parse_offer(row: dict[str, str], origin: str = "bundled") -> Offer:
     return _offer({   # evaluated in field order: the first bad value is the one reported
         "cloud": row["cloud"], "instance_type": row["instance_type"], "region": row["region"],
-        "gpu": row["gpu"], "gpu_count": int(row["gpu_count"]),
-        "gpu_memory_gib": float(row["gpu_memory_gib"]), "intra_node": row["intra_node"],
-        "nvlink": row["nvlink"], "nvlink_gbs_per_gpu": float(row["nvlink_gbs_per_gpu"] or 0),
-        "fabric": row["fabric"], "nics": int(row["nics"] or 0),
-        "network_gbps": float(row["network_gbps"]),
-        "gpudirect": row["gpudirect"].strip().lower() == "true", "vcpus": int(row["vcpus"]),
-        "ram_gib": float(row["ram_gib"]), "local_nvme_gb": float(row["local_nvme_gb"] or 0),
+        **instance_facts(tuple(row[c] for c in FACT_COLUMNS)),
         "on_demand_usd": _num(row["on_demand_usd"]), "spot_usd": _num(row["spot_usd"]),
         "spot_low_usd": _num(row["spot_low_usd"]), "spot_high_usd": _num(row["spot_high_usd"]),
         "price_as_of": _dt.date.fromisoformat(row["price_as_of"]), "source": row["source"],

@@ -20,28 +20,11 @@ import datetime as _dt
 from operator import itemgetter
 from typing import Callable
 
-from reclaunch.catalog import INSTANCE_COLUMNS, Offer, _offer, _read_rows, parse_offer
+from reclaunch.catalog import (FACT_COLUMNS, INSTANCE_COLUMNS, Offer, _num, _offer, _read_rows,
+                               instance_facts, parse_offer)
 
-# Offer's fields from gpu to local_nvme_gb: what an instance type is, whatever the region.
-_FACTS = ("gpu", "gpu_count", "gpu_memory_gib", "intra_node", "nvlink", "nvlink_gbs_per_gpu",
-          "fabric", "nics", "network_gbps", "gpudirect", "vcpus", "ram_gib", "local_nvme_gb")
 _PER_ROW = ("cloud", "instance_type", "region", "on_demand_usd", "spot_usd", "spot_low_usd",
             "spot_high_usd", "price_as_of", "source", "zones", "purchase", "purchase_usd")
-
-
-def _facts(v: tuple[str, ...]) -> dict:
-    """parse_offer's conversions of the _FACTS columns, in Offer's field order."""
-    gpu, count, mem, intra, nvlink, nvgbs, fabric, nics, gbps, direct, vcpus, ram, nvme = v
-    return {"gpu": gpu, "gpu_count": int(count), "gpu_memory_gib": float(mem),
-            "intra_node": intra, "nvlink": nvlink, "nvlink_gbs_per_gpu": float(nvgbs or 0),
-            "fabric": fabric, "nics": int(nics or 0), "network_gbps": float(gbps),
-            "gpudirect": direct.strip().lower() == "true", "vcpus": int(vcpus),
-            "ram_gib": float(ram), "local_nvme_gb": float(nvme or 0)}
-
-
-def _num(v: str) -> float | None:
-    v = v.strip()
-    return float(v) if v else None
 
 
 def _as_dict(header: list[str], row: list[str]) -> dict:
@@ -59,7 +42,7 @@ def row_parser(header: list[str], origin: str = "bundled") -> Callable[[list[str
     or None when the header is not exactly the column set (then a dict per row it is)."""
     if sorted(header) != sorted(INSTANCE_COLUMNS):
         return None
-    facts_of = itemgetter(*(header.index(c) for c in _FACTS))
+    facts_of = itemgetter(*(header.index(c) for c in FACT_COLUMNS))
     per_row = itemgetter(*(header.index(c) for c in _PER_ROW))
     memo: dict[tuple[str, ...], dict] = {}
     dates: dict[str, _dt.date] = {}
@@ -68,7 +51,7 @@ def row_parser(header: list[str], origin: str = "bundled") -> Callable[[list[str
         key = facts_of(row)
         facts = memo.get(key)
         if facts is None:
-            facts = memo[key] = _facts(key)
+            facts = memo[key] = instance_facts(key)
         cloud, itype, region, od, spot, low, high, as_of, source, zones, purchase, p_usd = \
             per_row(row)
         od, spot, low, high = _num(od), _num(spot), _num(low), _num(high)   # before the date,
