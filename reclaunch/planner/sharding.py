@@ -25,7 +25,7 @@ from reclaunch.planner.shard_cost import Ctx, Option, options
 from reclaunch.planner.perf import hierarchical_allreduce_seconds
 from reclaunch.spec.sharders import EBC, EC, MODULE_SHARDING, PIN, kernel_for  # noqa: F401
 
-KINDS = ("data_parallel", "table_wise", "row_wise", "column_wise", "table_row_wise")
+KINDS = MODULE_SHARDING[EBC]   # every type the planner rates: the bag sharder takes them all
 
 
 @dataclass(frozen=True)
