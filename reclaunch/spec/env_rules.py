@@ -10,7 +10,9 @@ the job would silently run another plan than the one shown. The trainer's own kn
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import ConfigDict
+from pydantic.fields import Field
+from pydantic.main import BaseModel
 
 MAX_ENV_BYTES = 128 * 1024   # linux/binfmts.h MAX_ARG_STRLEN = PAGE_SIZE * 32
 
