@@ -31,7 +31,7 @@ RESERVED = frozenset({
 class SecretRef(BaseModel):
     """`{secret: NAME, key: KEY}`: key KEY of the Kubernetes Secret NAME (same namespace)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)   # built inside Spec (models.NESTED)
     # Secret names are DNS subdomains; data keys are [-._a-zA-Z0-9]+ (Kubernetes API docs).
     secret: str = Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)
     key: str = Field(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)

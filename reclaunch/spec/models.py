@@ -30,7 +30,6 @@ from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_S
                                   parse_count, parse_size, parse_storage_size)
 
 
-
 def _signed(fn: Callable) -> Callable:
     """pydantic reads a validator's signature (does it take `info`?) at every field that uses it;
     inspect.signature returns a function's __signature__ where it has one (PEP 362), so a validator
@@ -104,11 +103,15 @@ Preset = Literal["deepfm", "dcnv2", "din", "dlrm", "wide_deep", "custom"]
 # Every model's config. A dict each model sets, not a shared base class: pydantic builds a
 # schema and a validator for every BaseModel subclass, an empty base too (issue 25).
 STRICT = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
+# Models validate/plan only ever validate inside Spec: pydantic builds them as part of Spec's
+# validator, not once more on their own at import (defer_build: built on first direct use).
+# Not for the ones with a default instance below (built at once anyway) nor Model, which the
+# planner dumps (planner/measured.py).
+NESTED = ConfigDict(STRICT, defer_build=True)
 
 
 class Interconnect(BaseModel):
     model_config = STRICT
-
     intra_node: Literal["nvlink", "pcie"] | None = Field(
         None, description="Defaults to what the instance has")
     inter_node: Fabric = "auto"
@@ -116,7 +119,6 @@ class Interconnect(BaseModel):
 
 class Storage(BaseModel):
     model_config = STRICT
-
     kind: StorageKind = "none"
     size: StorageSize | None = Field(None, description=(
         'Capacity, e.g. "1.2TiB" or "2400GiB"; a bare number is GiB. The plan prices what the '
@@ -129,7 +131,6 @@ class Storage(BaseModel):
 
 class Spot(BaseModel):
     model_config = STRICT
-
     enabled: bool = False
     fallback: Literal["on-demand", "none"] = "on-demand"
     max_price: Float | None = Field(None, gt=0, le=10_000,
@@ -143,8 +144,7 @@ class Spot(BaseModel):
 class Capacity(BaseModel):
     """Capacity bought ahead: the stack launches into it, the planner prices it."""
 
-    model_config = STRICT
-
+    model_config = NESTED
     reservation: str = Field(min_length=1, max_length=512, description=(
         "aws: the reservation id (cr-...); gcp: reservation name or "
         "projects/P/reservations/NAME; azure: capacity reservation group resource id"))
@@ -164,7 +164,6 @@ def _cidr(v: str) -> str:
 
 class Security(BaseModel):
     model_config = STRICT
-
     api_cidrs: list[Annotated[str, BeforeValidator(_cidr)]] = Field(
         [], max_length=100, description=(
             "CIDRs allowed to reach the Kubernetes API. [] = only the address `up` runs from "
@@ -176,15 +175,13 @@ class Security(BaseModel):
 
 
 class Autoscaling(BaseModel):
-    model_config = STRICT
-
+    model_config = NESTED
     min_nodes: Count = Field(ge=1, le=10_000)
     max_nodes: Count = Field(ge=1, le=10_000)
 
 
 class Checkpoint(BaseModel):
     model_config = STRICT
-
     path: str = Field("/data/ckpt", min_length=1, max_length=1024, description=(
         "A path on the storage mount, or a bucket URL (s3://BUCKET/PREFIX, gs://, az://, "
         "abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX): spot then needs no file system"))
@@ -193,15 +190,13 @@ class Checkpoint(BaseModel):
 
 class Dataset(BaseModel):
     model_config = STRICT
-
     samples: Count = Field(ge=1, le=10**15)
     epochs: Float = Field(1, gt=0, le=10_000)
     path: str | None = Field(None, description="Where real shards live: on the storage mount, or a bucket URL (s3://...)")
 
 
 class Job(BaseModel):
-    model_config = STRICT
-
+    model_config = NESTED
     image: str | None = Field(None, min_length=1, max_length=512)
     image_size: Size | None = Field(
         None, ge=1, description='Compressed image size, e.g. "12GB": prices its pull in the startup timeline')
@@ -240,8 +235,7 @@ ShardingType = Literal["data_parallel", "table_wise", "row_wise", "column_wise",
 
 
 class Table(BaseModel):
-    model_config = STRICT
-
+    model_config = NESTED
     name: str = Field(min_length=1, max_length=128)
     rows: Count = Field(ge=1, le=10**12)
     dim: Int | None = Field(None, ge=1, le=4096)
@@ -281,7 +275,6 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 class Model(BaseModel):
     model_config = STRICT
-
     preset: Preset = "custom"
     embedding_dim: Int = Field(64, ge=1, le=4096)
     embedding_dtype: Literal["fp32", "fp16", "bf16", "int8"] = "fp32"
@@ -310,14 +303,12 @@ class Model(BaseModel):
 
 class Nccl(BaseModel):
     model_config = STRICT
-
     env: dict[EnvName, EnvValue] = {}
     debug: Literal["WARN", "INFO"] = "WARN"
 
 
 class Teardown(BaseModel):
     model_config = STRICT
-
     when: Literal["on_success", "on_completion", "never"] = "on_success"
     idle_minutes: Float = Field(30, ge=1, le=7 * 24 * 60)
     keep_on_failure: bool = False
@@ -325,13 +316,11 @@ class Teardown(BaseModel):
 
 class Budget(BaseModel):
     model_config = STRICT
-
     max_usd: Float | None = Field(None, gt=0, le=1e9)
 
 
 class Spec(BaseModel):
     model_config = STRICT
-
     name: str = Field(pattern=f"^{clouds.CLUSTER_NAME}$", description="[a-z0-9-], 1..40 chars")
     cloud: Cloud
     region: str | None = Field(None, min_length=1, max_length=64)
