@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic_core import ValidationError
 
 from reclaunch.errors import SpecError
 from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, runs_here  # noqa: F401
@@ -38,7 +38,6 @@ from reclaunch.spec.rules import cross_check, normalize_gpu  # noqa: F401
 
 def parse_spec(text: str, filename: str = "cluster.yaml", catalog=None) -> Spec:
     """Validate YAML text into a Spec, raising SpecError with file:line: path: message lines."""
-    from reclaunch.spec.messages import format_problems, message
     from reclaunch.spec.yaml_lines import load_yaml
 
     data, lines = load_yaml(text, filename)
@@ -54,6 +53,8 @@ def parse_spec(text: str, filename: str = "cluster.yaml", catalog=None) -> Spec:
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
+        from reclaunch.spec.messages import format_problems, message   # only a spec with problems
+
         problems = [message(Spec, e) for e in exc.errors()]
         raise SpecError(format_problems(filename, lines, problems)) from None
     except (RecursionError, OverflowError, TypeError) as exc:  # belt and braces: never a traceback
@@ -61,6 +62,8 @@ def parse_spec(text: str, filename: str = "cluster.yaml", catalog=None) -> Spec:
     spec._source, spec._lines = filename, lines
     problems = cross_check(spec, catalog)
     if problems:
+        from reclaunch.spec.messages import format_problems
+
         raise SpecError(format_problems(filename, lines, problems))
     return spec
 

@@ -10,7 +10,9 @@ the job would silently run another plan than the one shown. The trainer's own kn
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import ConfigDict
+from pydantic.fields import Field
+from pydantic.main import BaseModel
 
 MAX_ENV_BYTES = 128 * 1024   # linux/binfmts.h MAX_ARG_STRLEN = PAGE_SIZE * 32
 
@@ -29,7 +31,7 @@ RESERVED = frozenset({
 class SecretRef(BaseModel):
     """`{secret: NAME, key: KEY}`: key KEY of the Kubernetes Secret NAME (same namespace)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)   # built inside Spec (models.NESTED)
     # Secret names are DNS subdomains; data keys are [-._a-zA-Z0-9]+ (Kubernetes API docs).
     secret: str = Field(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)
     key: str = Field(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)

@@ -7,7 +7,10 @@ read from its API at plan time by reclaunch/providers/kubernetes, never here.
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic.config import ConfigDict
+from pydantic.fields import Field
+from pydantic.functional_validators import BeforeValidator
+from pydantic.main import BaseModel
 
 Problem = tuple[tuple[str | int, ...], str]
 
@@ -18,18 +21,22 @@ def _no_bool(v: object) -> object:
     return v
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
+# models.STRICT (a dict, not a base class: pydantic builds every BaseModel subclass, issue 25)
+STRICT = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
+# Built inside Spec's validator, not on their own at import (models.NESTED, defer_build)
+NESTED = ConfigDict(STRICT, defer_build=True)
 
 
-class Price(_Strict):
+class Price(BaseModel):
+    model_config = NESTED
     usd_per_gpu_hour: Annotated[float, BeforeValidator(_no_bool)] = Field(
         ge=0, le=1_000, description="What a GPU-hour on this cluster costs you; 0 = already paid for")
 
 
-class Toleration(_Strict):
+class Toleration(BaseModel):
     """A v1.Toleration the job pods add (to run on nodes the cluster taints, e.g. dedicated=ml)."""
 
+    model_config = NESTED
     key: str | None = Field(None, max_length=316, description="The taint's key; none with Exists: every taint")
     operator: Literal["Equal", "Exists"] = Field("Equal", description="Equal: key and value match; Exists: the key")
     value: str | None = Field(None, max_length=63, description="The taint's value (operator Equal)")
@@ -37,7 +44,8 @@ class Toleration(_Strict):
         None, description="The taint's effect; none: every effect")
 
 
-class KubernetesTarget(_Strict):
+class KubernetesTarget(BaseModel):
+    model_config = NESTED
     context: str | None = Field(None, min_length=1, max_length=253, description=(
         "kubeconfig context (default: the current one; KUBECONFIG is honoured)"))
     namespace: str | None = Field(None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63,
