@@ -21,6 +21,20 @@ MAX_TEXT = 2 * MAX_BYTES
 MAX_DIGITS = 30
 
 
+def _check_timestamp(node: Any, path: Path_t, filename: str) -> None:
+    """YAML reads a bare `2026-13-45` as a date; PyYAML then fails with datetime's ValueError
+    at construction, where no line is known. Build it here, with PyYAML's own constructor,
+    so an impossible date is one `file:line: field:` error that says to quote it."""
+    from yaml.constructor import SafeConstructor
+
+    try:
+        SafeConstructor().construct_yaml_timestamp(node)
+    except ValueError as exc:
+        where = ".".join(str(p) for p in path) or "value"
+        raise SpecError(f"{filename}:{node.start_mark.line + 1}: {where}: {node.value!r} reads as "
+                        f"a date and is not one ({exc}); quote it if it is text") from None
+
+
 def _walk(node: Any, path: Path_t, lines: dict[Path_t, int], filename: str, depth: int = 0,
           visited: list[int] | None = None) -> None:
     import yaml
@@ -38,6 +52,8 @@ def _walk(node: Any, path: Path_t, lines: dict[Path_t, int], filename: str, dept
         if visited[1] > MAX_TEXT:
             raise SpecError(f"{filename}:{node.start_mark.line + 1}: YAML aliases expand to more "
                             f"than {MAX_TEXT} characters of text; a cluster.yaml is never that large")
+        if node.tag.endswith(":timestamp"):
+            _check_timestamp(node, path, filename)
         digits = sum(c.isdigit() for c in node.value)
         if node.tag.endswith((":int", ":float")) and digits > MAX_DIGITS:
             where = ".".join(str(p) for p in path) or "value"

@@ -68,6 +68,9 @@ BAD = [
     ("nan-price", sub("  fallback: on-demand", "  fallback: on-demand\n  max_price: .nan"), 20, "spot.max_price: must be a finite number, got nan"),
     ("spot-no-storage", sub("storage:\n  kind: fsx-lustre\n  size: 2.4TiB\n  mount_path: /data\n", ""), 14, "spot.enabled: needs storage for checkpoints every node mounts"),
     ("spot-ckpt-off-storage", sub("checkpoint: {path: /data/ckpt", "checkpoint: {path: /ckpt"), 30, "job.checkpoint.path: /ckpt is outside the storage mount /data"),
+    # A bare impossible date: PyYAML's constructor used to raise datetime's ValueError (exit 1).
+    ("date-impossible", sub("name: criteo-deepfm", "name: 2026-13-45"), 3, "name: '2026-13-45' reads as a date and is not one (month must be in 1..12); quote it if it is text"),
+    ("date-impossible-nested", sub("  batch_size: 4096", "  batch_size: 2026-02-30"), 27, "job.batch_size: '2026-02-30' reads as a date and is not one"),
     ("preset-unknown", sub("preset: deepfm", "preset: deepfn"), 33, "model.preset: 'deepfn' is not one of deepfm, dcnv2, din, dlrm, wide_deep, custom — did you mean deepfm?"),
 ]
 
