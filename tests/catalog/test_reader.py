@@ -148,3 +148,36 @@ def test_the_overlay_reads_the_same_rows_and_warnings_either_way(tmp_path, monke
     assert [o.region for o in fast] == ["us-east-1", "r9"]
     assert fast_warned == slow_warned and len(slow_warned) == 10
     assert any(":9: could not convert string to float: 'cheap'" in w for w in slow_warned), slow_warned
+
+
+def test_quoted_fields_read_as_csv_reads_them() -> None:
+    """Lines without a quote are split at their commas; a line with one goes to csv.reader,
+    which reads on over the next lines when a quoted field spans them, as over the whole file."""
+    header = list(INSTANCE_COLUMNS)
+    plain = list(ROW.values())
+    quoted = {**ROW, "source": '"a, quoted ""source"", with commas"', "zones": '"z1 z2"'}
+    odd = {**ROW, "region": 'r"1', "source": 'a "b" c'}   # a quote inside a field: literal
+    cut = header.index("source")
+    spanning = [*{**ROW, "region": "r2"}.values()][:cut] + ['"starts here,']
+    ends = ['and ends here"', *plain[cut + 1:]]
+    text = _csv(header, plain, list(quoted.values()), plain, list(odd.values()), spanning, ends,
+                plain)
+    fast, slow = read_offers(text), _slow(text)
+    _same(fast, slow)
+    assert fast[1].source == 'a, quoted "source", with commas' and fast[1].zones == "z1 z2"
+    assert fast[3].region == 'r"1' and len(fast) == 6   # the spanning row is one Offer
+    assert fast[4].region == "r2" and fast[4].source.startswith("starts here,")
+
+
+def test_a_row_that_fails_leaves_nothing_behind_for_the_next() -> None:
+    """A bad instance fact fails every row that has it, not only the first (the overlay reads
+    on after a bad row, so the row parser must not keep a half-made entry)."""
+    from reclaunch.catalog.reader import row_parser
+
+    header = list(INSTANCE_COLUMNS)
+    parse = row_parser(header)
+    bad = [{**ROW, "vcpus": "many"}[c] for c in header]
+    for _ in range(2):
+        with pytest.raises(ValueError, match="many"):
+            parse(list(bad))
+    assert parse([ROW[c] for c in header]).vcpus == 96
