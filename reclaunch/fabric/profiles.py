@@ -15,8 +15,6 @@ Bandwidth figures are all_reduce *bus* bandwidth in GB/s (nccl-tests busbw):
   or 0.8 x the derived figure. preflight.threshold_for() scales it for 1 node and >= 3 nodes.
 """
 
-from __future__ import annotations
-
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
@@ -41,7 +39,8 @@ def _ro(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
 
 
 # Rows are NamedTuples, not frozen dataclasses: as immutable, a quarter of the cost to create at
-# import (issue 25: `plan` loads this table); a changed copy is `row._replace(...)`.
+# import (issue 25: `plan` loads this table); a changed copy is `row._replace(...)`. No `from
+# __future__ import annotations` in this module: NamedTuple would compile each string annotation.
 class Member(NamedTuple):
     """One instance family of a profile, with what differs between families."""
 

@@ -55,7 +55,7 @@ class Ctx(NamedTuple):
         return max(1, self.world // max(self.gpus_per_node, 1))
 
 
-@dataclass
+@dataclass(repr=False)   # eq: shard_search compares options
 class Option:
     """One way to shard one table. `scope`: where its `pieces` go.
 

@@ -61,7 +61,8 @@ class TableIn(NamedTuple):   # a NamedTuple like StepCtx
     pin: str | None
 
 
-@dataclass
+# eq/repr off: none compares or prints these (issue 25: fewer methods to create at import)
+@dataclass(eq=False, repr=False)
 class Eval:
     """A sharding plan's rating: per-rank compute, comms and memory, and the step they give."""
 
