@@ -11,7 +11,6 @@ module only looks rows up and turns them into values a renderer merges into a po
 from __future__ import annotations
 
 import importlib
-from dataclasses import replace
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -76,8 +75,8 @@ def _match(cloud: str, instance_type: str,
 
 def _resolve(p: FabricProfile, m: Member, instance_type: str, intra: float | None = None,
              warning: str | None = None) -> FabricProfile:
-    return replace(
-        p, instance_type=instance_type,
+    return p._replace(
+        instance_type=instance_type,
         intra_node_busbw_gbs=m.intra_node_busbw_gbs if intra is None else intra,
         inter_node_busbw_gbs=(p.inter_node_busbw_gbs if m.inter_node_busbw_gbs is None
                               else m.inter_node_busbw_gbs),
@@ -163,13 +162,13 @@ def single_node(profile: FabricProfile) -> FabricProfile:
     """The profile for a job that never leaves one node: NVLink/PCIe only, so no network
     devices, hugepages, NICs, sidecars or NCCL net settings that could block scheduling or
     make NCCL look for a plugin the pod does not mount. Bandwidth figures are kept."""
-    return replace(profile, env=MappingProxyType({}), pod_env=MappingProxyType({}),
-                   resources=MappingProxyType({}), hugepages=MappingProxyType({}),
-                   capabilities=(), annotations=MappingProxyType({}), gke_interfaces=(),
-                   device_annotation_container=None, extra_devices=(), sidecars=(),
-                   init_containers=(), volumes=(), volume_mounts=(), exit_file=None,
-                   ld_library_path=(), topology=None, transport=None, gpudirect=False,
-                   env_script=None)
+    return profile._replace(env=MappingProxyType({}), pod_env=MappingProxyType({}),
+                            resources=MappingProxyType({}), hugepages=MappingProxyType({}),
+                            capabilities=(), annotations=MappingProxyType({}), gke_interfaces=(),
+                            device_annotation_container=None, extra_devices=(), sidecars=(),
+                            init_containers=(), volumes=(), volume_mounts=(), exit_file=None,
+                            ld_library_path=(), topology=None, transport=None, gpudirect=False,
+                            env_script=None)
 
 
 def ld_library_export(dirs: list[str] | tuple[str, ...]) -> str:

@@ -8,8 +8,6 @@ an edit to those rows reaches them too.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from reclaunch.fabric.profiles import (
     HGX_H100, PCIE_GEN4, PROFILES as BASE, FabricProfile, Member, _EFA_SOURCE, _GKE_SOURCE, _ro)
 
@@ -26,16 +24,16 @@ PROFILES: tuple[FabricProfile, ...] = BASE + (
     # G6 with EFA (g6.8xlarge and up): one EFA device, no GPUDirect RDMA, like the other G parts
     # (efa-g's vendor settings, NCCL_NET and the fork-safe hugepage setting included; a 25 Gbps
     # link instead of 100).
-    replace(
-        _by_name("efa-g"), name="efa-g6",
+    _by_name("efa-g")._replace(
+        name="efa-g6",
         members=(Member("g6.", PCIE_GEN4, 1.5625, 1.25, _ro({"vpc.amazonaws.com/efa": 1})),),
         source=_EFA_SOURCE + "; EC2 accelerated computing specs (G6: EFA on g6.8xlarge+)",
         link_gbps=25, inter_node_busbw_gbs=1.5625, busbw_threshold_gbs=1.25,
         notes="not measured: 0.5 x the 25 Gbps link (no GPUDirect RDMA, host bounce) = 1.5625 GB/s, "
               "as efa-g derives its figures. FI_EFA_USE_DEVICE_RDMA left unset (no RDMA read)."),
     # P6-B200: 8 x 400 Gbps EFAv4 with GPUDirect RDMA, the same 3200 Gbps per node as P5.
-    replace(
-        _by_name("efa-p5"), name="efa-p6", members=(Member("p6-b200.", HGX_B200),),
+    _by_name("efa-p5")._replace(
+        name="efa-p6", members=(Member("p6-b200.", HGX_B200),),
         source=_EFA_SOURCE + "; EC2 accelerated computing specs (P6-B200: 8 x 400 Gbps EFAv4)",
         resources=_ro({"vpc.amazonaws.com/efa": 8}), measured_2node_busbw_gbs=None,
         threshold_basis="p5's 0.8 x 437.8 GB/s: same 3200 Gbps per node (8 x 400 Gbps EFAv4)",
@@ -45,8 +43,8 @@ PROFILES: tuple[FabricProfile, ...] = BASE + (
     # A4 (B200): the same RoCE GPUDirect RDMA through the gIB NCCL plugin as A3 Ultra
     # (GoogleCloudPlatform/cluster-toolkit examples/gke-a4 and container-engine-accelerators
     # gpudirect-rdma: one nccl-rdma-installer and set_nccl_env.sh for a3-ultragpu and a4-highgpu).
-    replace(
-        _by_name("gcp-rdma"), name="gcp-rdma-a4", members=(Member("a4-highgpu-", HGX_B200),),
+    _by_name("gcp-rdma")._replace(
+        name="gcp-rdma-a4", members=(Member("a4-highgpu-", HGX_B200),),
         source=_GKE_SOURCE.format("gpudirect-rdma") + "; cluster-toolkit examples/gke-a4",
         notes="not measured: inter-node derived as 0.8 x the 3200 Gbps link (400 GB/s), as for "
               "A3 Ultra; intra-node HGX_B200 derived. env mirrors set_nccl_env.sh (gIB)."),

@@ -15,16 +15,14 @@ Bandwidth figures are all_reduce *bus* bandwidth in GB/s (nccl-tests busbw):
   or 0.8 x the derived figure. preflight.threshold_for() scales it for 1 node and >= 3 nodes.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from reclaunch.fabric import tcpxo
 from reclaunch.fabric.topology import FILE_NAME as TOPO_FILE, MOUNT_DIR as TOPO_DIR
 
 DATE = "2026-11"
+_NONE: Mapping[str, Any] = MappingProxyType({})   # mapping fields' default (read-only: one for all)
 
 # Intra-node all_reduce busbw, 1 node, 8 GB (fabrics.md, Azure/AI-benchmarking-guide). The same
 # HGX boards sit in every cloud's instance, so the Azure figure stands for AWS and GCP too.
@@ -40,8 +38,10 @@ def _ro(d: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     return MappingProxyType(dict(d or {}))
 
 
-@dataclass(frozen=True)
-class Member:
+# Rows are NamedTuples, not frozen dataclasses: as immutable, a quarter of the cost to create at
+# import (issue 25: `plan` loads this table); a changed copy is `row._replace(...)`. No `from
+# __future__ import annotations` in this module: NamedTuple would compile each string annotation.
+class Member(NamedTuple):
     """One instance family of a profile, with what differs between families."""
 
     prefix: str                              # matched against the instance type (case-insensitive)
@@ -51,8 +51,7 @@ class Member:
     resources: Mapping[str, Any] | None = None   # None: the profile's device resources
 
 
-@dataclass(frozen=True)
-class FabricProfile:
+class FabricProfile(NamedTuple):
     """One fabric's row: NCCL env, pod requirements, bandwidth figures and their sources."""
     name: str
     # A fabric of the cloud facts (FabricFacts); serves every cloud declaring it (`clouds`).
@@ -61,12 +60,12 @@ class FabricProfile:
     source: str
     date: str
     env: Mapping[str, str]            # NCCL_* / FI_* / CUDA_* for the training container
-    pod_env: Mapping[str, str] = field(default_factory=_ro)   # non-NCCL (LD_LIBRARY_PATH ...)
+    pod_env: Mapping[str, str] = _NONE   # non-NCCL (LD_LIBRARY_PATH ...)
     env_script: str | None = None     # the vendor's env script in the image/host, the authority
-    resources: Mapping[str, Any] = field(default_factory=_ro)  # device resources per pod (limits)
-    hugepages: Mapping[str, str] = field(default_factory=_ro)
+    resources: Mapping[str, Any] = _NONE  # device resources per pod (limits)
+    hugepages: Mapping[str, str] = _NONE
     capabilities: tuple[str, ...] = ()
-    annotations: Mapping[str, str] = field(default_factory=_ro)
+    annotations: Mapping[str, str] = _NONE
     # GKE multi-NIC: (interface, network-name template); "{cluster}" is the cluster name.
     gke_interfaces: tuple[tuple[str, str], ...] = ()
     device_annotation_container: str | None = None  # devices.gke.io/container.<name>

@@ -115,8 +115,7 @@ def fabric_profile(plan: "Plan"):
     # Existing GKE nodes (cloud: kubernetes) are attached to the cluster's own Networks.
     own = getattr(plan.offer, "gke_interfaces", ())
     if own and prof.gke_interfaces:
-        from dataclasses import replace
-        prof = replace(prof, gke_interfaces=tuple(own))
+        prof = prof._replace(gke_interfaces=tuple(own))
     return prof if multi_node(plan) else single_node(prof)
 
 

@@ -12,7 +12,8 @@ from reclaunch.planner import measured as meas
 from reclaunch.planner.startup import Startup, timeline
 
 
-@dataclass
+# eq/repr off: none compares or prints these (issue 25: fewer methods to create at import)
+@dataclass(eq=False, repr=False)
 class Evidence:
     """What gather() found: the step and throughput to price, and where they come from."""
 

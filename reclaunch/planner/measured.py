@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.records import Measurement
@@ -49,8 +48,9 @@ def match(records, key: dict[str, Any]) -> Measurement | None:
     return max(hits, key=lambda r: r.measured_at) if hits else None
 
 
-@dataclass(frozen=True)
-class PlanContext:
+# A NamedTuple, not a frozen dataclass: an immutable value that costs a quarter to create at
+# import (issue 25), hashed and compared field by field just the same.
+class PlanContext(NamedTuple):
     """What the planner is told about the world outside the spec (the CLI loads it).
 
     measurements: records of earlier runs; host: this machine's calibration (HostCalibration,

@@ -29,7 +29,8 @@ def optimizer_state_bytes(weight_bytes: int, optimizer: str, dim: int = 1) -> in
     return int(weight_bytes * float(mult))
 
 
-@dataclass
+# eq/repr off: none compares or prints these (issue 25: fewer methods to create at import)
+@dataclass(eq=False, repr=False)
 class DenseShape:
     """Dense side of the model: parameter count, forward FLOPs and activation widths per sample."""
 
@@ -114,7 +115,7 @@ def input_bytes_per_sample(model) -> float:
     return sum(t.pooling_factor for t in model.tables) * c["index_bytes"] + 4 * model.dense_features
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Fixed:
     """What every GPU holds whatever the sharding: dense weights/grads/state, activations and
     TorchRec's reservation (HeuristicalStorageReservation: 15% HBM, dense x6, inputs x20)."""
@@ -131,7 +132,7 @@ class Fixed:
         return self.dense_w + self.dense_g + self.dense_o + self.acts + self.reserve
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class MemoryResult:
     """assemble()'s result: the plan's Memory plus what the rest of the plan needs."""
 

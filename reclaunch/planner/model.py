@@ -13,7 +13,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.spec import Spec
 
 
-@dataclass
+# eq=False, repr=False: nothing compares these by value or prints them, and each generated
+# method is one more exec at import, which `plan` pays on every start (issue 25).
+@dataclass(eq=False, repr=False)
 class Memory:
     """Memory per GPU after sharding, and whether it fits (the `memory` of plan --json)."""
 
@@ -32,7 +34,7 @@ class Memory:
     total_embedding_bytes: int = 0  # all tables, unsharded
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class TableShard:
     """One table's sharding: the contract-1 entry (reclaunch.manifests.env RECLAUNCH_SHARDING)."""
 
@@ -56,7 +58,7 @@ class TableShard:
                 "compute_kernel": self.compute_kernel, "ranks": list(self.ranks)}
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class RankLoad:
     """One rank's predicted embedding memory and step work (a `sharding.per_rank` row)."""
 
@@ -71,7 +73,7 @@ class RankLoad:
         return self.lookup_seconds + self.comm_seconds
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Sharding:
     """The per-table sharding plan, its per-rank loads and the rank the step waits for."""
 
@@ -93,7 +95,7 @@ class Sharding:
         return any(t.sharding_type != "data_parallel" for t in self.tables)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Comm:
     """Collective time per step and the bus bandwidths it was computed with."""
 
@@ -104,7 +106,7 @@ class Comm:
     inter_node_gbps: float
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class StepTime:
     """One training step's parts, seconds (the `step` of plan --json)."""
 
@@ -116,7 +118,7 @@ class StepTime:
     total_seconds: float
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Cost:
     """Hourly rates and whole-job totals, USD (the `cost` of plan --json)."""
 
@@ -136,7 +138,7 @@ class Cost:
     spot_total_usd_range: list[float] | None = None
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Plan:
     """A whole plan: where, how many, how fast, how much (`Plan.to_json` is plan --json)."""
 

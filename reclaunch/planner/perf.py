@@ -62,7 +62,8 @@ def dim_penalty(dim: int) -> float:
     return 1.0
 
 
-@dataclass
+# eq/repr off: none compares or prints these (issue 25: fewer methods to create at import)
+@dataclass(eq=False, repr=False)
 class Hardware:
     """What one GPU (or CPU process for cloud: local) can do."""
 

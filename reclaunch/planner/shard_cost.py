@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from reclaunch.planner.constants import constants
 from reclaunch.planner.perf import dim_penalty
@@ -27,8 +28,9 @@ GB = 1e9
 INDEX_BYTES = 8            # int64 ids (TorchRec BIGINT_DTYPE)
 
 
-@dataclass(frozen=True)
-class Ctx:
+# A NamedTuple, not a frozen dataclass: an immutable value that costs a quarter to create at
+# import (issue 25), hashed and compared field by field just the same.
+class Ctx(NamedTuple):
     """Everything a shard's cost depends on (hashable: results are cached per context)."""
 
     world: int
@@ -53,7 +55,7 @@ class Ctx:
         return max(1, self.world // max(self.gpus_per_node, 1))
 
 
-@dataclass
+@dataclass(repr=False)   # eq: shard_search compares options
 class Option:
     """One way to shard one table. `scope`: where its `pieces` go.
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from reclaunch.planner.constants import constants
 from reclaunch.planner.shard_cost import Ctx, Option, options
@@ -28,8 +29,9 @@ from reclaunch.spec.sharders import EBC, EC, MODULE_SHARDING, PIN, kernel_for  #
 KINDS = MODULE_SHARDING[EBC]   # every type the planner rates: the bag sharder takes them all
 
 
-@dataclass(frozen=True)
-class StepCtx:
+# A NamedTuple, not a frozen dataclass: an immutable value that costs a quarter to create at
+# import (issue 25), hashed and compared field by field just the same.
+class StepCtx(NamedTuple):
     """The non-embedding part of the step a sharding plan is rated against."""
 
     dense_s: float
@@ -48,8 +50,7 @@ class StepCtx:
         return path + exposed_ar_s + self.overhead_s
 
 
-@dataclass(frozen=True)
-class TableIn:
+class TableIn(NamedTuple):   # a NamedTuple like StepCtx
     """One embedding table as the sharding search sees it."""
 
     name: str
@@ -60,7 +61,8 @@ class TableIn:
     pin: str | None
 
 
-@dataclass
+# eq/repr off: none compares or prints these (issue 25: fewer methods to create at import)
+@dataclass(eq=False, repr=False)
 class Eval:
     """A sharding plan's rating: per-rank compute, comms and memory, and the step they give."""
 
