@@ -10,9 +10,11 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping, NamedTuple
 
 from reclaunch import clouds, host
 
@@ -28,11 +30,15 @@ INSTANCE_COLUMNS = (
 # only; GCP a3-highgpu-1g/2g/4g: Spot or Flex-start VMs only). purchase_usd is the
 # per-instance-hour price that way where the vendor publishes one.
 PURCHASE_KINDS = ("on-demand", "capacity-block", "reservation", "flex-start")
+# Catalog._index's: id(offers tuple) -> (that tuple, its index), the few latest.
+_INDEXES: dict[int, tuple[tuple, dict]] = {}
 
 
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU model's memory and dense peak rates (data/gpus.csv, each row sourced)."""
+class Gpu(NamedTuple):
+    """One GPU model's memory and dense peak rates (data/gpus.csv, each row sourced).
+    A NamedTuple, not a frozen dataclass: as immutable and read the same way, ~4 M
+    instructions cheaper to define on every CLI start (2026-12-01); plan --json's "gpu"
+    constants are its _asdict()."""
 
     name: str
     memory_gib: float
@@ -104,26 +110,32 @@ class Offer:
         return out
 
 
-@dataclass(frozen=True)
-class Catalog:
-    """Every offer and GPU, with the data's version (bundled, or bundled + the user overlay)."""
+class Catalog(NamedTuple):
+    """Every offer and GPU, with the data's version (bundled, or bundled + the user overlay).
+    A NamedTuple, not a frozen dataclass: as immutable and read the same way, cheaper to
+    define on every CLI start (2026-12-01); its index lives in _INDEXES, not on the object."""
 
     version: str
     offers: tuple[Offer, ...]
-    gpus: dict[str, Gpu] = field(default_factory=dict)
+    gpus: Mapping[str, Gpu] = MappingProxyType({})   # read-only: one default for every catalog
 
     def _index(self) -> dict:
-        # Built once per catalog on first question: with every region listed the catalog has
-        # hundreds of rows, and validate asks several questions of it.
-        idx = self.__dict__.get("_idx")
-        if idx is None:
-            first: dict[tuple[str, str], Offer] = {}
-            regions: dict[str, set[str]] = {}
-            for o in self.offers:
-                first.setdefault((o.cloud, o.instance_type), o)
-                regions.setdefault(o.cloud, set()).add(o.region)
-            idx = {"first": first, "regions": {c: sorted(r) for c, r in regions.items()}}
-            object.__setattr__(self, "_idx", idx)
+        # Built once per offers tuple on first question: with every region listed the catalog
+        # has hundreds of rows, and validate asks several questions of it. Keyed by the
+        # tuple's identity, which the entry keeps alive (so the id is not reused while cached).
+        offers = self.offers
+        hit = _INDEXES.get(id(offers))
+        if hit is not None and hit[0] is offers:
+            return hit[1]
+        first: dict[tuple[str, str], Offer] = {}
+        regions: dict[str, set[str]] = {}
+        for o in offers:
+            first.setdefault((o.cloud, o.instance_type), o)
+            regions.setdefault(o.cloud, set()).add(o.region)
+        idx = {"first": first, "regions": {c: sorted(r) for c, r in regions.items()}}
+        if len(_INDEXES) >= 8:   # a process seldom holds more catalogs than that (tests do)
+            del _INDEXES[next(iter(_INDEXES))]
+        _INDEXES[id(offers)] = (offers, idx)
         return idx
 
     def instance(self, cloud: str, instance_type: str) -> Offer | None:
@@ -298,7 +310,7 @@ def load_catalog(overlay: bool = True, overlay_dir: Path | None = None) -> Catal
         if o.key in merged and (why := far_from_bundled(o, merged[o.key])):
             warn_once(why)
     merged.update({o.key: o for o in extra})
-    return replace(cat, version=f"{cat.version}+overlay", offers=tuple(merged.values()))
+    return cat._replace(version=f"{cat.version}+overlay", offers=tuple(merged.values()))
 
 
 def offers(catalog: Catalog, cloud: str | None = None, gpu: str | None = None,

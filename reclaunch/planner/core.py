@@ -173,7 +173,7 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     consts = {
         "planner_data_version": c["version"],
         "catalog_version": cat.version,
-        "gpu": (cat.gpu(offer.gpu).__dict__ if offer is not None else
+        "gpu": (cat.gpu(offer.gpu)._asdict() if offer is not None else
                 {"cpu_gflops_per_process": c["local"]["cpu_gflops_per_process"],
                  "memory_gbs_per_process": c["local"]["memory_gbs_per_process"],
                  "source": c["local"]["source"]}),
