@@ -99,11 +99,11 @@ def _cheaper_region(spec, the_plan, catalog) -> dict | None:
 def _known_regions(regions: list[tuple[str, str]], catalog) -> None:
     """A filter naming a region no catalog row is in would silently show nothing: refuse it.
     `regions`: (the option that named it, region)."""
-    import difflib
-
     known = catalog.regions()
     for flag, r in regions:
         if r not in known:
+            import difflib   # only to word the refusal: a plain plan names no region
+
             close = difflib.get_close_matches(r, known, n=1, cutoff=0.8)
             raise UsageError(f"{flag} {r!r}: no catalog offer is in that region"
                              + (f" — did you mean {close[0]}?" if close else "")

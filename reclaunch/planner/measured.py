@@ -10,7 +10,6 @@ validation are planner/records.py, re-exported here.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,6 +20,8 @@ def model_signature(spec) -> str:
     """Hash of what makes two jobs the same training work: the model (preset, tables, dims,
     MLP, interaction), the optimizer and gradient accumulation. Not the name, the dataset size,
     checkpoints or the cloud: those do not change samples/s."""
+    import json   # a plan without measured runs never needs it (~6 M instructions, issue 25)
+
     doc = {"model": spec.model.model_dump(mode="json"), "optimizer": spec.job.optimizer,
            "grad_accumulation": spec.job.grad_accumulation}
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)

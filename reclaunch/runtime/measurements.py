@@ -10,7 +10,6 @@ share them within a team; an imported file is validated strictly, record by reco
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 from datetime import datetime, timezone
@@ -48,6 +47,8 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def save(m: meas.Measurement, where: Path | None = None) -> Path:
     """Write one record (named by its content: the same record twice is one file), then prune."""
+    import json
+
     d = where or store()
     text = json.dumps(m.to_dict(), indent=1, sort_keys=True) + "\n"
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -74,6 +75,8 @@ def load_all(where: Path | None = None) -> tuple[list[meas.Measurement], list[st
     bad: list[str] = []
     if not d.is_dir():
         return out, bad
+    import json   # here, not at the top: `plan` with no records on disk never needs it
+
     for p in sorted(d.glob("*.json")):
         try:
             if p.stat().st_size > MAX_FILE_BYTES:
@@ -135,6 +138,8 @@ def record_cloud_job(rec, env) -> Path | None:
 # ------------------------------------------------------------------ export / import
 
 def export(path: str) -> int:
+    import json
+
     recs, _ = load_all()
     doc = {"kind": "reclaunch-measurements", "version": meas.VERSION,
            "records": [r.to_dict() for r in sorted(recs, key=lambda r: r.measured_at)]}
@@ -149,6 +154,8 @@ def export(path: str) -> int:
 
 def read_export(path: str) -> list[meas.Measurement]:
     """Every record of an exported file, or UsageError (exit 2) naming the first bad one."""
+    import json
+
     try:
         p = Path(path)
         if p.stat().st_size > MAX_IMPORT_BYTES:
@@ -175,6 +182,8 @@ def read_export(path: str) -> list[meas.Measurement]:
 
 def import_file(path: str) -> tuple[int, int]:
     """(imported, already there). All or nothing: a bad record imports none."""
+    import json
+
     recs = read_export(path)
     same = lambda r: json.dumps({**r.to_dict(), "source": None}, sort_keys=True)  # noqa: E731
     have = {same(r) for r in load_all()[0]}
