@@ -49,13 +49,14 @@ def seeds(ctx: Ctx, per_table: list[list[Option]]) -> tuple[list[list[Option]], 
             seen.add(key)
             out.append(plan)
 
+    work = {id(o): o.work(W) for opts in per_table for o in opts}   # each option's, once
     # each table's cheapest option of each kind (by rank-seconds, TorchRec's proposer order)
     by_kind = [{} for _ in per_table]
     for best, opts in zip(by_kind, per_table):
         for o in opts:
-            if o.kind not in best or o.work(W) < best[o.kind].work(W):
+            if o.kind not in best or work[id(o)] < work[id(best[o.kind])]:
                 best[o.kind] = o
-    greedy = [min(b.values(), key=lambda o: o.work(W)) for b in by_kind]
+    greedy = [min(b.values(), key=lambda o: work[id(o)]) for b in by_kind]
     add(greedy)
     # Balanced: the cheapest option whose shard is no heavier than an even share of the
     # cluster's work, so a hot table is split and a tiny one stays cheap.
@@ -68,10 +69,23 @@ def seeds(ctx: Ctx, per_table: list[list[Option]]) -> tuple[list[list[Option]], 
     for plan in uniform.values():
         add(plan)
     # The cheapest plan within each subset of kinds: every kind in use adds its collectives.
+    # Each table's options cheapest first, equal ones in `kinds` order (the order min() met
+    # them in a subset): a subset's pick is its first in that list, else the greedy one (the
+    # cheapest of all, when the table has none of the subset's kinds).
+    pos = {k: i for i, k in enumerate(kinds)}
+    ranked = [[o for _, o in sorted(b.items(), key=lambda kv: (work[id(kv[1])], pos.get(kv[0], len(pos))))]
+              for b in by_kind]
     for n in range(1, len(kinds)):
         for subset in combinations(kinds, n):
-            add([min([b[k] for k in subset if k in b] or b.values(), key=lambda o: o.work(W))
-                 for b in by_kind])
+            plan = []
+            for opts, g in zip(ranked, greedy):
+                for o in opts:
+                    if o.kind in subset:
+                        break
+                else:
+                    o = g
+                plan.append(o)
+            add(plan)
     return out, uniform
 
 
