@@ -47,9 +47,11 @@ def gather(spec, *, cloud: str, instance: str | None, gpus_per_node: int, nodes:
         cal_line = (ctx.host_note or "uncalibrated: planner.yaml `local:` assumptions, not this "
                     "host") + "; run `reclaunch calibrate` to measure this host"
         notes.append(f"cloud: local throughput is {cal_line}")
-    key = meas.key_for(spec, cloud=cloud, instance=instance, gpus_per_node=gpus_per_node,
-                       nodes=nodes, sharding=meas.sharding_of(sharding), host_id=ctx.host_id)
-    hit = meas.match(ctx.measurements, key)
+    hit = None
+    if ctx.measurements:   # the key hashes the model's JSON dump (~5 M instructions cold): only
+        key = meas.key_for(spec, cloud=cloud, instance=instance, gpus_per_node=gpus_per_node,
+                           nodes=nodes, sharding=meas.sharding_of(sharding), host_id=ctx.host_id)
+        hit = meas.match(ctx.measurements, key)   # against records, when there are any
     if hit is not None:
         src = "run" if hit.source == "run" else f"{hit.source}: run"
         basis = {"kind": "measured", "source": f"{src} {hit.run} ({hit.steps} steps, "

@@ -39,18 +39,24 @@ def seeds(ctx: Ctx, per_table: list[list[Option]]) -> tuple[list[list[Option]], 
     """-> (distinct starting plans, {kind: the all-one-kind plan} for the kinds every table has)."""
     W = ctx.world
     out: list[list[Option]] = []
+    seen: set[tuple[int, ...]] = set()
 
     def add(plan):
-        if plan not in out:
+        # Options are distinct objects per table (options() makes one per type and shard
+        # count), so a plan is known by its options' ids: no field-by-field comparisons.
+        key = tuple(map(id, plan))
+        if key not in seen:
+            seen.add(key)
             out.append(plan)
 
+    work = {id(o): o.work(W) for opts in per_table for o in opts}   # each option's, once
     # each table's cheapest option of each kind (by rank-seconds, TorchRec's proposer order)
     by_kind = [{} for _ in per_table]
     for best, opts in zip(by_kind, per_table):
         for o in opts:
-            if o.kind not in best or o.work(W) < best[o.kind].work(W):
+            if o.kind not in best or work[id(o)] < work[id(best[o.kind])]:
                 best[o.kind] = o
-    greedy = [min(b.values(), key=lambda o: o.work(W)) for b in by_kind]
+    greedy = [min(b.values(), key=lambda o: work[id(o)]) for b in by_kind]
     add(greedy)
     # Balanced: the cheapest option whose shard is no heavier than an even share of the
     # cluster's work, so a hot table is split and a tiny one stays cheap.
@@ -63,10 +69,23 @@ def seeds(ctx: Ctx, per_table: list[list[Option]]) -> tuple[list[list[Option]], 
     for plan in uniform.values():
         add(plan)
     # The cheapest plan within each subset of kinds: every kind in use adds its collectives.
+    # Each table's options cheapest first, equal ones in `kinds` order (the order min() met
+    # them in a subset): a subset's pick is its first in that list, else the greedy one (the
+    # cheapest of all, when the table has none of the subset's kinds).
+    pos = {k: i for i, k in enumerate(kinds)}
+    ranked = [[o for _, o in sorted(b.items(), key=lambda kv: (work[id(kv[1])], pos.get(kv[0], len(pos))))]
+              for b in by_kind]
     for n in range(1, len(kinds)):
         for subset in combinations(kinds, n):
-            add([min([b[k] for k in subset if k in b] or b.values(), key=lambda o: o.work(W))
-                 for b in by_kind])
+            plan = []
+            for opts, g in zip(ranked, greedy):
+                for o in opts:
+                    if o.kind in subset:
+                        break
+                else:
+                    o = g
+                plan.append(o)
+            add(plan)
     return out, uniform
 
 
@@ -98,19 +117,39 @@ def search(ctx: Ctx, sc: StepCtx, tables: list[TableIn], pin_all: str | None = N
 def _search(ctx: Ctx, sc: StepCtx, tables: tuple[TableIn, ...], pin_all: str | None):
     per_table = table_options(ctx, list(tables), pin_all)
     starts, uniform = seeds(ctx, per_table)
-    evals = [(evaluate(ctx, sc, s), s) for s in starts]
-    uniform_ev = {k: next(e for e, s in evals if s == p) for k, p in uniform.items()}
+    rate = _rater(ctx, sc)
+    evals = [(rate(s), s) for s in starts]
+    by_plan = {tuple(map(id, x[1])): x for x in evals}
+    uniform_ev = {k: by_plan[tuple(map(id, p))][0] for k, p in uniform.items()}
     # Descend from the best few starts and from TorchRec's rules of thumb  however
     # it rates: that start is what TorchRec's own planner tends to end near.
     rule = [_heuristic(ctx, opts) for opts in per_table]
-    heuristic = next(x for x in evals if x[1] == rule)
+    heuristic = by_plan[tuple(map(id, rule))]
     evals.sort(key=lambda x: x[0].key)
     picked = evals[:_bounds()["starts"]]
     if all(s is not heuristic[1] for _, s in picked):
         picked.append(heuristic)
-    results = [descend(ctx, sc, per_table, list(s), e) for e, s in picked]
+    ends: dict[int, tuple[int, tuple]] = {}
+    results = [descend(ctx, sc, per_table, list(s), e, rate, ends) for e, s in picked]
     best, best_ev = min(results, key=lambda x: x[1].key)
     return best, best_ev, uniform_ev
+
+
+def _rater(ctx: Ctx, sc: StepCtx):
+    """sharding.evaluate with the answers of this search remembered: the descents from
+    different starts meet in the same plans (evaluate is pure; an Eval is never changed), so
+    equal plans get the very same Eval, which is how descend recognises a plan it has seen."""
+    memo: dict[tuple, Eval] = {}
+
+    def rate(opts: list[Option], fixed: dict[int, list[int]] | None = None) -> Eval:
+        # fixed's order is kept in the key: _place adds the fixed shards in that order
+        key = (tuple(map(id, opts)),
+               tuple((i, tuple(rs)) for i, rs in fixed.items()) if fixed else None)
+        ev = memo.get(key)
+        if ev is None:
+            ev = memo[key] = evaluate(ctx, sc, opts, fixed)
+        return ev
+    return rate
 
 
 def _better(e: Eval, ev: Eval) -> bool:
@@ -124,19 +163,36 @@ def _fixed(cur: list[Option], ev: Eval, skip: int | None = None) -> dict[int, li
     return {i: list(ev.ranks[i]) for i, o in enumerate(cur) if i != skip and o.scope != "all"}
 
 
-def descend(ctx: Ctx, sc: StepCtx, per_table, cur: list[Option], ev: Eval):
+def descend(ctx: Ctx, sc: StepCtx, per_table, cur: list[Option], ev: Eval, rate=None,
+            ends: dict | None = None):
+    """First-improvement moves from (cur, ev) until none helps or the rounds run out.
+    `rate`: _rater's evaluate; `ends`: id(Eval) -> (moves to the end, (plan, Eval)) of the
+    earlier descents of the same search. The moves are deterministic, so a descent that
+    reaches a plan an earlier one went through ends where that one did, once as many rounds
+    are left as it took from there."""
     b = _bounds()
-    for _ in range(b["rounds"]):
-        step = (_swap(ctx, sc, per_table, cur, ev, b["tables_per_round"])
-                or _drop(ctx, sc, per_table, cur, ev)
-                or _move(ctx, sc, cur, ev, b["targets_per_shard"]))
+    rate = rate or (lambda opts, fixed=None: evaluate(ctx, sc, opts, fixed))
+    rounds = b["rounds"]
+    path = []
+    for k in range(rounds):
+        hit = ends.get(id(ev)) if ends is not None else None
+        if hit is not None and hit[0] <= rounds - k:
+            cur, ev = hit[1]
+            break
+        path.append(ev)
+        step = (_swap(ctx, sc, per_table, cur, ev, b["tables_per_round"], rate)
+                or _drop(ctx, sc, per_table, cur, ev, rate)
+                or _move(ctx, sc, cur, ev, b["targets_per_shard"], rate))
         if step is None:
+            if ends is not None:         # a settled end: every plan on the way leads here
+                for d, e in enumerate(reversed(path)):
+                    ends[id(e)] = (d, (cur, ev))
             break
         cur, ev = step
     return cur, ev
 
 
-def _swap(ctx, sc, per_table, cur, ev, width: int):
+def _swap(ctx, sc, per_table, cur, ev, width: int, rate):
     crit = ev.critical
     # Tables that load the slowest rank, the heaviest first; data-parallel and row-wise
     # tables load every rank (and the all-reduce), so they are always candidates.
@@ -151,9 +207,9 @@ def _swap(ctx, sc, per_table, cur, ev, width: int):
                 continue
             trial = cur[:i] + [alt] + cur[i + 1:]
             # inserted into the current placement first; re-placing everything if that fails
-            e = evaluate(ctx, sc, trial, _fixed(cur, ev, i))
+            e = rate(trial, _fixed(cur, ev, i))
             if not _better(e, ev):
-                e = evaluate(ctx, sc, trial)
+                e = rate(trial)
             if _better(e, ev) and (best is None or e.key < best[0].key):
                 best = (e, trial)
         if best is not None:
@@ -161,7 +217,7 @@ def _swap(ctx, sc, per_table, cur, ev, width: int):
     return None
 
 
-def _drop(ctx, sc, per_table, cur, ev):
+def _drop(ctx, sc, per_table, cur, ev, rate):
     """Retire one sharding type (its collectives' latency) by moving all its tables."""
     W = ctx.world
     best = None
@@ -173,13 +229,13 @@ def _drop(ctx, sc, per_table, cur, ev):
                 break
             trial.append(alt)
         else:
-            e = evaluate(ctx, sc, trial)
+            e = rate(trial)
             if _better(e, ev) and (best is None or e.key < best[0].key):
                 best = (e, trial)
     return None if best is None else (best[1], best[0])
 
 
-def _move(ctx, sc, cur, ev, width: int):
+def _move(ctx, sc, cur, ev, width: int, rate):
     """Re-place shards of the slowest rank (the options stay): one move or one exchange."""
     W, G = ctx.world, ctx.gpus_per_node
     crit = ev.critical
@@ -211,7 +267,7 @@ def _move(ctx, sc, cur, ev, width: int):
                     continue
                 fixed = dict(base)
                 fixed[i] = list(range(n * G, (n + 1) * G))
-                e = evaluate(ctx, sc, cur, fixed)
+                e = rate(cur, fixed)
                 if _better(e, ev):
                     return cur, e
             continue
@@ -219,7 +275,7 @@ def _move(ctx, sc, cur, ev, width: int):
             if loads[r] + o.piece_s < loads[crit] * (1 - 1e-6) and fits(r, o.mem):
                 fixed = dict(base)
                 fixed[i] = [r if x == crit else x for x in base[i]]
-                e = evaluate(ctx, sc, cur, fixed)
+                e = rate(cur, fixed)
                 if _better(e, ev):
                     return cur, e
             # exchange: a lighter shard of rank r comes to the slowest rank instead
@@ -233,7 +289,7 @@ def _move(ctx, sc, cur, ev, width: int):
                 fx = dict(base)
                 fx[i] = [r if x == crit else x for x in base[i]]
                 fx[j] = [crit if x == r else x for x in base[j]]
-                e = evaluate(ctx, sc, cur, fx)
+                e = rate(cur, fx)
                 if _better(e, ev):
                     return cur, e
                 break

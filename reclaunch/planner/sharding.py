@@ -230,12 +230,19 @@ def quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Optio
     not checked): a cheap screen before a full re-partition confirms a move."""
     W, G = ctx.world, ctx.gpus_per_node
     old = cur[i]
-    comp, send = list(ev.comp), list(ev.send)
-    for r in (range(W) if old.scope == "all" else ev.ranks[i]):
-        comp[r] -= old.compute_s + old.dp_opt_s
-        send[r] -= old.send_s
+    # The same float operations per rank, in list comprehensions (a generator resumes a frame
+    # per rank); this screen runs for every candidate move of the search.
+    dc, ds = old.compute_s + old.dp_opt_s, old.send_s
+    if old.scope == "all":
+        comp, send = [c - dc for c in ev.comp], [x - ds for x in ev.send]
+    else:
+        comp, send = list(ev.comp), list(ev.send)
+        for r in ev.ranks[i]:
+            comp[r] -= dc
+            send[r] -= ds
+    ac, as_ = alt.compute_s + alt.dp_opt_s, alt.send_s
     if alt.scope == "all":
-        targets = range(W)
+        comp, send = [c + ac for c in comp], [x + as_ for x in send]
     else:
         loads = [a + b for a, b in zip(comp, send)]
         if alt.scope == "node":
@@ -243,16 +250,16 @@ def quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Optio
             targets = range(n * G, (n + 1) * G)
         else:
             targets = heapq.nsmallest(alt.pieces, range(W), key=loads.__getitem__)
-    for r in targets:
-        comp[r] += alt.compute_s + alt.dp_opt_s
-        send[r] += alt.send_s
+        for r in targets:
+            comp[r] += ac
+            send[r] += as_
     recv_s = _recv_seconds(ctx, ev.recv - old.recv_bytes + alt.recv_bytes)
     _, exposed = _allreduce(ctx, sc, ev.dp_bytes - old.dp_bytes + alt.dp_bytes)
     kinds = dict(ev.kinds)
     for o, d in ((old, -1), (alt, 1)):
         if o.kind != "data_parallel":
             kinds[o.kind] = kinds.get(o.kind, 0) + d
-    load = max(c + (x if x > recv_s else recv_s) for c, x in zip(comp, send))
+    load = max([c + (x if x > recv_s else recv_s) for c, x in zip(comp, send)])
     return sc.step(load, exposed, _latency(ctx, sc, kinds))
 
 
