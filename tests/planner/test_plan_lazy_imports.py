@@ -10,9 +10,10 @@ from tests.planner.test_plan_imports import _hits, loaded
 
 # calibration: cloud: local with a host calibration; bucket_cost: a checkpoint path in a bucket;
 # records: measurement records on disk; fabric.pods: rendering pods; stacks.common (via
-# stacks.<cloud>.pools): node pools, which the "needs a person" list never reads.
+# stacks.<cloud>.pools): node pools, which the "needs a person" list never reads; difflib: the
+# wording of a refused --region. (json cannot be checked here: this harness imports it.)
 LAZY = ("reclaunch.planner.calibration", "reclaunch.planner.bucket_cost", "reclaunch.planner.records",
-        "reclaunch.fabric.pods", "stacks.common", "stacks.aws.pools")
+        "reclaunch.fabric.pods", "stacks.common", "stacks.aws.pools", "difflib")
 
 
 @pytest.mark.parametrize("example", ["aws-deepfm-p4d.yaml", "azure-din-nd96amsr.yaml",
