@@ -7,29 +7,18 @@ read from its API at plan time by reclaunch/providers/kubernetes, never here.
 
 from typing import Annotated, Any, Literal
 
-from pydantic.config import ConfigDict
 from pydantic.fields import Field
 from pydantic.functional_validators import BeforeValidator
 from pydantic.main import BaseModel
 
+from reclaunch.spec.config import NESTED, no_bool
+
 Problem = tuple[tuple[str | int, ...], str]
-
-
-def _no_bool(v: object) -> object:
-    if isinstance(v, bool):
-        raise ValueError(f"expected a number, got {str(v).lower()}")
-    return v
-
-
-# models.STRICT (a dict, not a base class: pydantic builds every BaseModel subclass, issue 25)
-STRICT = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
-# Built inside Spec's validator, not on their own at import (models.NESTED, defer_build)
-NESTED = ConfigDict(STRICT, defer_build=True)
 
 
 class Price(BaseModel):
     model_config = NESTED
-    usd_per_gpu_hour: Annotated[float, BeforeValidator(_no_bool)] = Field(
+    usd_per_gpu_hour: Annotated[float, BeforeValidator(no_bool)] = Field(
         ge=0, le=1_000, description="What a GPU-hour on this cluster costs you; 0 = already paid for")
 
 

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Callable, Literal
 
 # From pydantic's public submodules, not the package: each first `from pydantic import X` of a
 # module's names runs pydantic's module __getattr__ (a scan of its lazy-import table, issue 25).
-from pydantic.config import ConfigDict
 from pydantic.fields import Field, PrivateAttr
 from pydantic.functional_validators import (AfterValidator, BeforeValidator, field_validator,
                                             model_validator)
@@ -24,6 +23,7 @@ from pydantic_core import PydanticCustomError
 from reclaunch import clouds
 from reclaunch.errors import SpecError
 from reclaunch.spec import env_rules
+from reclaunch.spec.config import NESTED, STRICT, no_bool
 from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
 from reclaunch.spec.kubernetes import KubernetesTarget
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
@@ -61,15 +61,10 @@ JobEnvValue = Annotated[Annotated[env_rules.SecretRef, Tag(env_rules.REF)]
                         Discriminator(env_rules.discriminate)]
 
 
-def _no_bool(v: object) -> object:
-    # YAML reads `yes`/`on` as true; pydantic would take that as 1. A number field wants a number.
-    if isinstance(v, bool):
-        raise ValueError(f"expected a number, got {str(v).lower()}")
-    return v
 
 
-Int = Annotated[int, BeforeValidator(_signed(_no_bool))]
-Float = Annotated[float, BeforeValidator(_no_bool)]
+Int = Annotated[int, BeforeValidator(_signed(no_bool))]
+Float = Annotated[float, BeforeValidator(no_bool)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
 
 
@@ -100,14 +95,8 @@ Preset = Literal["deepfm", "dcnv2", "din", "dlrm", "wide_deep", "custom"]
 
 
 
-# Every model's config. A dict each model sets, not a shared base class: pydantic builds a
-# schema and a validator for every BaseModel subclass, an empty base too (issue 25).
-STRICT = ConfigDict(extra="forbid", validate_default=True, allow_inf_nan=False)
-# Models validate/plan only ever validate inside Spec: pydantic builds them as part of Spec's
-# validator, not once more on their own at import (defer_build: built on first direct use).
-# Not for the ones with a default instance below (built at once anyway) nor Model, which the
-# planner dumps (planner/measured.py).
-NESTED = ConfigDict(STRICT, defer_build=True)
+# STRICT and NESTED (spec/config.py): NESTED not for the models with a default instance below
+# (built at once anyway) nor Model, which the planner dumps (planner/measured.py).
 
 
 class Interconnect(BaseModel):
