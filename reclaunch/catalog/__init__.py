@@ -259,18 +259,28 @@ def _bundled_text(name: str) -> str:
     return package_data(__file__, __package__, name)
 
 
+def _read_offers(text: str) -> tuple[Offer, ...]:
+    from reclaunch.catalog.reader import read_offers   # parse_offer's values, faster
+
+    return tuple(read_offers(text))
+
+
 @lru_cache(maxsize=4)
 def _bundled(generation: int = 0) -> tuple[str, tuple[Offer, ...], dict[str, Gpu]]:
     """Keyed by the cloud registry's generation: a cloud registered later brings its rows."""
-    from reclaunch.catalog.reader import read_offers   # parse_offer's values, at start-up speed
+    from reclaunch.catalog.prebuilt import prebuilt   # the files parsed ahead of time
 
-    meta = parse_yaml(_bundled_text("meta.yaml"))
+    text = _bundled_text("meta.yaml")
+    meta = prebuilt("catalog/data/meta.yaml", text)
+    if meta is None:
+        meta = parse_yaml(text)
     # read_offers splits lines with str.splitlines: CRLF as on disk reads the same rows.
-    offers = tuple(read_offers(package_data(__file__, __package__, "instances.csv",
-                                            any_newline=True)))
+    text = package_data(__file__, __package__, "instances.csv", any_newline=True)
+    rows = prebuilt("catalog/data/instances.csv", text)
+    offers = tuple(map(_offer, rows)) if rows is not None else _read_offers(text)
     # A cloud whose package ships its own rows (CloudFacts.offers, next to its facts.py).
     offers += tuple(o for f in clouds.all_facts() if f.offers and f.home
-                    for o in read_offers((f.home / f.offers).read_text()))
+                    for o in _read_offers((f.home / f.offers).read_text()))
     gpus = {}
     for r in _read_rows(_bundled_text("gpus.csv")):
         gpus[r["gpu"]] = Gpu(r["gpu"], *(float(r[c]) for c in (

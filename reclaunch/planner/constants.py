@@ -7,12 +7,15 @@ from typing import Any
 
 from reclaunch import clouds
 from reclaunch.catalog import package_data, parse_yaml
+from reclaunch.catalog.prebuilt import prebuilt
 
 
 def data_yaml(name: str) -> Any:
     """A YAML file of planner/data, read and parsed as the catalog reads its own data files
     (a fresh object each call: callers cache it, and _constants amends its copy)."""
-    return parse_yaml(package_data(__file__, __package__, name))
+    text = package_data(__file__, __package__, name)
+    value = prebuilt(f"planner/data/{name}", text)   # parsed ahead of time, for this text only
+    return parse_yaml(text) if value is None else value
 
 
 def constants() -> dict[str, Any]:
