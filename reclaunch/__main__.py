@@ -30,6 +30,14 @@ def main(argv: list[str] | None = None) -> None:
         cli_main(argv)
     finally:   # in-process callers (tests, embedding) get their collector back
         if paused:
+            if argv is None:
+                # The process's own command line (console script, `python -m reclaunch`): it
+                # exits next, and the interpreter's exit runs full collections over every
+                # object the start-up made (models, classes, modules), ~44 M instructions of
+                # `plan`'s ~948 M (2026-12-01), to find garbage the OS takes back anyway.
+                # Frozen objects are out of their reach; atexit handlers, the flush of stdout
+                # and stderr and refcount finalization run as before.
+                gc.freeze()
             gc.enable()
 
 

@@ -61,3 +61,47 @@ def test_one_shot_verbs_are_real_verbs():
 def test_console_script_starts_here():
     text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert 'reclaunch = "reclaunch.__main__:main"' in text
+
+
+@pytest.fixture
+def unfrozen():
+    gc.unfreeze()
+    yield
+    gc.unfreeze()   # this test process keeps collecting what earlier tests made
+
+
+def test_the_process_command_line_freezes_the_start_up_for_the_exit(monkeypatch, unfrozen):
+    # main() without argv is the console script: it exits next, and the interpreter's exit
+    # collections would sweep every start-up object again for nothing.
+    monkeypatch.setattr(reclaunch.cli, "main", lambda a=None: None)
+    monkeypatch.setattr("sys.argv", ["reclaunch", "plan", "f.yaml"])
+    main()
+    assert gc.get_freeze_count() > 0 and gc.isenabled()
+
+
+@pytest.mark.parametrize("argv, line", [(["plan", "f.yaml"], None),         # in-process caller
+                                        (None, ["reclaunch", "up", "f.yaml"]),  # a long verb
+                                        (None, ["reclaunch", "--help"])])
+def test_nothing_is_frozen_for_in_process_callers_or_other_verbs(monkeypatch, unfrozen, argv, line):
+    monkeypatch.setattr(reclaunch.cli, "main", lambda a=None: None)
+    if line:
+        monkeypatch.setattr("sys.argv", line)
+    main(argv)
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_the_real_exit_still_flushes_and_says_the_verdict(tmp_path):
+    # The frozen exit of a real one-shot verb: its output complete, its exit code its own.
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(Path(EXAMPLE).read_text().replace("nodes: 4", "nodes: -4", 1))
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": "/usr/bin:/bin",
+           "RECLAUNCH_HOME": str(tmp_path / "home")}
+    ok = subprocess.run([sys.executable, "-m", "reclaunch", "plan", "--json", EXAMPLE], env=env,
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.rstrip().endswith("}") and ok.stderr == ""
+    no = subprocess.run([sys.executable, "-m", "reclaunch", "validate", str(bad)], env=env,
+                        capture_output=True, text=True, timeout=120)
+    assert no.returncode == 2 and "nodes" in no.stderr
