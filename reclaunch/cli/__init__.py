@@ -21,6 +21,7 @@ from reclaunch.cli.base import KUBE_CHOICE, _console, _emit_json, _load, cli  # 
 def validate(files: tuple[str, ...]) -> None:
     """Check cluster.yaml files; print every problem as file:line: field: message."""
     from reclaunch.catalog import load_catalog
+    from reclaunch.cli.exits import echo_quietly as echo   # a reader gone must not change the verdict
     from reclaunch.errors import SpecError
     from reclaunch.spec import load_spec
 
@@ -32,10 +33,10 @@ def validate(files: tuple[str, ...]) -> None:
         except SpecError as exc:
             bad += 1
             for line in exc.problems:
-                click.echo(line, err=True)
+                echo(line, err=True)
             continue
         where = spec.instance_type or spec.gpu or ("this machine" if spec.runs_here else "the cluster's nodes")
-        click.echo(f"{f}: ok ({spec.name}: {spec.cloud}, {spec.nodes} x {spec.gpus_per_node} on {where})")
+        echo(f"{f}: ok ({spec.name}: {spec.cloud}, {spec.nodes} x {spec.gpus_per_node} on {where})")
     if bad:
         sys.exit(2)
 

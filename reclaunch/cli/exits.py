@@ -24,6 +24,50 @@ def quiet_sdk_warnings() -> None:
         warnings.filterwarnings("ignore", category=category, module=r"(?!reclaunch\b)")
 
 
+def _silence(stream) -> None:
+    """Point a stream whose reader went away at /dev/null: Python's own flush of its buffer at
+    exit would fail again, print "Exception ignored ... BrokenPipeError" and exit 120, whatever
+    code we chose."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, stream.fileno())
+        finally:
+            os.close(null)
+    except (OSError, ValueError):   # no real file behind it (a test's capture): nothing to flush
+        pass
+
+
+def echo_quietly(message: str, err: bool = False) -> None:
+    """click.echo for a command that decides its exit code after printing (validate: the code is
+    the verdict): a reader that went away (`2>&1 | head -1`) silences the stream, and the
+    command carries on to its verdict instead of ending as `| head -1` success."""
+    try:
+        click.echo(message, err=err)
+    except BrokenPipeError:
+        _silence(sys.stderr if err else sys.stdout)
+
+
+def _fail(code: int, *lines: str, show=None) -> None:
+    """Write a failure's lines (or call click's `show`) on stderr and exit with its code, even when
+    they cannot be written (the reader of `reclaunch plan bad.yaml 2>&1 | head -1` went away, a
+    full disk): a failure never becomes exit 0, nor a traceback about its report."""
+    try:
+        if show is not None:
+            show()
+        for line in lines:
+            click.echo(line, err=True)
+    except OSError:
+        _silence(sys.stderr)
+    try:   # stdout's unflushed rest, if its reader went too, would turn `code` into 120 at exit
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence(sys.stdout)
+    except (OSError, ValueError):
+        pass
+    sys.exit(code)
+
+
 def run(cli: click.Group, argv: list[str] | None = None) -> None:
     """Run the click group; every outcome becomes one line on stderr and an exit code."""
     quiet_sdk_warnings()
@@ -37,20 +81,15 @@ def run(cli: click.Group, argv: list[str] | None = None) -> None:
         check()     # every RECLAUNCH_* pin, before any command reads one
         cli.main(args=argv, prog_name="reclaunch", standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
+        _fail(130, "aborted")
     except click.exceptions.UsageError as exc:
         if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
-            exc.show()  # bare `reclaunch`: the help, as before
-            sys.exit(2)
+            _fail(2, show=exc.show)  # bare `reclaunch`: the help, as before
         # One line like every other error (click's own is four: usage, try, blank, error).
         where = exc.ctx.command_path if exc.ctx is not None else "reclaunch"
-        click.echo(f"error: {' '.join(exc.format_message().split())} (see `{where} --help`)",
-                   err=True)
-        sys.exit(2)
+        _fail(2, f"error: {' '.join(exc.format_message().split())} (see `{where} --help`)")
     except click.exceptions.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
+        _fail(exc.exit_code, show=exc.show)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except ReclaunchError as exc:
@@ -60,17 +99,11 @@ def run(cli: click.Group, argv: list[str] | None = None) -> None:
         from reclaunch.ui.text import visible   # a job's or a file's text: escapes made visible
 
         lines = exc.problems if isinstance(exc, SpecError) else [f"error: {exc}"]
-        for line in lines:
-            click.echo(visible(line, limit=4000), err=True)
-        sys.exit(exc.exit_code)
+        _fail(exc.exit_code, *(visible(line, limit=4000) for line in lines))
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
+        _fail(130, "interrupted")
     except BrokenPipeError:  # `reclaunch catalog | head`
-        try:  # Python's final flush of stdout would fail again (and exit 120)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
+        _silence(sys.stdout)
         sys.exit(0)
     except SystemExit as exc:
         # On EPIPE click (wrapping stdout) and rich (pointing fd 1 at /dev/null) exit 1; a reader
@@ -87,13 +120,11 @@ def run(cli: click.Group, argv: list[str] | None = None) -> None:
         if os.environ.get("RECLAUNCH_DEBUG"):
             raise
         where = f": {exc.filename}" if exc.filename else ""
-        click.echo(f"error: {exc.strerror or exc}{where}", err=True)
-        sys.exit(1)
+        _fail(1, f"error: {exc.strerror or exc}{where}")
     except Exception as exc:  # a bug of ours: still one line unless asked for the traceback
         if os.environ.get("RECLAUNCH_DEBUG"):
             raise
         from reclaunch.ui.text import visible
-        click.echo(f"internal error: {type(exc).__name__}: {visible(exc, limit=1000)} "
-                   "(set RECLAUNCH_DEBUG=1 for the traceback, and please report it)", err=True)
-        sys.exit(1)
+        _fail(1, f"internal error: {type(exc).__name__}: {visible(exc, limit=1000)} "
+                 "(set RECLAUNCH_DEBUG=1 for the traceback, and please report it)")
     sys.exit(0)
