@@ -129,6 +129,7 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     the plan) when the model cannot fit the cluster.
     """
     from reclaunch import planner
+    from reclaunch.cli.exits import echo_quietly as echo   # a reader gone must not change the verdict
     from reclaunch.ui import plan as plan_view
 
     spec, catalog = _load(file)
@@ -155,18 +156,18 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
         out["cheaper_region"] = alt
         if rows is not None:
             out["compare"] = [r.to_json() for r in rows]
-        _emit_json(out)
+        _emit_json(out, echo)
     else:
         from reclaunch.cli.dryrun import needs_a_person
         from reclaunch.ui.dryrun import person_lines
         from reclaunch.ui.grid import bold_ok
 
         bold = bold_ok()   # plain text, no rich: rich's import and layout cost start-up (issue 25)
-        click.echo(plan_view.render_plan(the_plan, bold=bold))
+        echo(plan_view.render_plan(the_plan, bold=bold))
         for line in person_lines(needs_a_person(the_plan)):   # the list `up` shows, before `up`
-            click.echo(line)
+            echo(line)
         if rows is not None:
-            click.echo(plan_view.render_compare(rows, top=top or None, bold=bold))
+            echo(plan_view.render_compare(rows, top=top or None, bold=bold))
     if not the_plan.memory.fits:
         sys.exit(1)
 

@@ -42,12 +42,13 @@ def _console(stderr: bool = False):
     return console(stderr)
 
 
-def _emit_json(obj) -> None:
+def _emit_json(obj, echo: Callable[[str], None] = click.echo) -> None:
     """Strict JSON: a NaN or inf that got this far becomes null (Python would print `NaN`,
-    which no JSON parser accepts)."""
+    which no JSON parser accepts). `echo`: exits.echo_quietly for a verb whose exit code is
+    decided after printing (plan)."""
     import json   # not on the start-up path of the verbs that print no JSON
 
-    click.echo(json.dumps(_finite(obj), indent=2, sort_keys=False, default=str, allow_nan=False))
+    echo(json.dumps(_finite(obj), indent=2, sort_keys=False, default=str, allow_nan=False))
 
 
 def _finite(obj):

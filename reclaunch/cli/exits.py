@@ -38,14 +38,22 @@ def _silence(stream) -> None:
         pass
 
 
+# Set once echo_quietly silenced a stream: the command carried on past its reader, so the code it
+# then exits with is its verdict (plan's 1: the model does not fit), not click's or rich's 1 for
+# EPIPE, which run() turns into `| head -1` success.
+_carried_on = False
+
+
 def echo_quietly(message: str, err: bool = False) -> None:
-    """click.echo for a command that decides its exit code after printing (validate: the code is
-    the verdict): a reader that went away (`2>&1 | head -1`) silences the stream, and the
-    command carries on to its verdict instead of ending as `| head -1` success."""
+    """click.echo for a command that decides its exit code after printing (validate, plan: the
+    code is the verdict): a reader that went away (`2>&1 | head -1`) silences the stream, and
+    the command carries on to its verdict instead of ending as `| head -1` success."""
+    global _carried_on
     try:
         click.echo(message, err=err)
     except BrokenPipeError:
         _silence(sys.stderr if err else sys.stdout)
+        _carried_on = True
 
 
 def _fail(code: int, *lines: str, show=None) -> None:
@@ -70,6 +78,8 @@ def _fail(code: int, *lines: str, show=None) -> None:
 
 def run(cli: click.Group, argv: list[str] | None = None) -> None:
     """Run the click group; every outcome becomes one line on stderr and an exit code."""
+    global _carried_on
+    _carried_on = False   # a previous in-process run's silenced stream is not this run's
     quiet_sdk_warnings()
     try:  # which file stdout is, to tell a reader that went away (`| head -1`) later
         stdout_id = os.fstat(1)[1:3]
@@ -107,8 +117,9 @@ def run(cli: click.Group, argv: list[str] | None = None) -> None:
         sys.exit(0)
     except SystemExit as exc:
         # On EPIPE click (wrapping stdout) and rich (pointing fd 1 at /dev/null) exit 1; a reader
-        # that stopped early (`reclaunch catalog | head -1`) is not a failure of ours.
-        if exc.code == 1:
+        # that stopped early (`reclaunch catalog | head -1`) is not a failure of ours. A command
+        # that carried on past that reader (echo_quietly) exits with its own verdict.
+        if exc.code == 1 and not _carried_on:
             try:
                 swapped = stdout_id is not None and os.fstat(1)[1:3] != stdout_id
             except OSError:

@@ -116,3 +116,28 @@ def test_other_failures_keep_their_code_when_the_reader_went_away(env, tmp_path,
     assert closed(env, *args).returncode == code
     proc = closed(env, *args, stdout=False)
     assert (proc.returncode, proc.stdout) == (code, "")
+
+
+# An item table the example's cluster (4 x p4d.24xlarge) cannot hold: `plan` prints the plan, then
+# exits 1. 5e9 rows, not more: --compare's time grows with the rows (5e11: ~100 s, 2026-12-01).
+TOO_BIG = [("{name: item_id, rows: 5e6}", "{name: item_id, rows: 5e9}")]
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--compare"]])
+def test_plan_verdict_after_printing_survives_a_reader_gone(env, tmp_path, extra):
+    """`reclaunch plan big.yaml | head -0`: the plan cannot be written, yet the exit code is the
+    one a reader sees (1: it does not fit), not `| head -1` success (before: 0)."""
+    big = _spec(tmp_path, TOO_BIG)
+    seen = subprocess.run([sys.executable, "-m", "reclaunch", "plan", big, *extra],
+                          env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, timeout=60,
+                          capture_output=True, text=True)
+    assert seen.returncode == 1 and seen.stdout and seen.stderr == "", seen.stderr
+    gone = closed(env, "plan", big, *extra, stderr=False)
+    assert (gone.returncode, gone.stderr) == (seen.returncode, "")
+    assert closed(env, "plan", big, *extra).returncode == seen.returncode   # `2>&1 | head -0`
+
+
+@pytest.mark.parametrize("extra", [["--json"], ["--compare"]])
+def test_fitting_plan_stays_0_when_the_reader_went_away(env, extra):
+    proc = closed(env, "plan", AWS_EXAMPLE, *extra, stderr=False)
+    assert (proc.returncode, proc.stderr) == (0, "")
