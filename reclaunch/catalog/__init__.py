@@ -268,12 +268,9 @@ def _read_offers(text: str) -> tuple[Offer, ...]:
 @lru_cache(maxsize=4)
 def _bundled(generation: int = 0) -> tuple[str, tuple[Offer, ...], dict[str, Gpu]]:
     """Keyed by the cloud registry's generation: a cloud registered later brings its rows."""
-    from reclaunch.catalog.prebuilt import prebuilt   # the files parsed ahead of time
+    from reclaunch.catalog.prebuilt import load, prebuilt   # the files parsed ahead of time
 
-    text = _bundled_text("meta.yaml")
-    meta = prebuilt("catalog/data/meta.yaml", text)
-    if meta is None:
-        meta = parse_yaml(text)
+    meta = load("catalog/data/meta.yaml", _bundled_text("meta.yaml"))
     # read_offers splits lines with str.splitlines: CRLF as on disk reads the same rows.
     text = package_data(__file__, __package__, "instances.csv", any_newline=True)
     rows = prebuilt("catalog/data/instances.csv", text)

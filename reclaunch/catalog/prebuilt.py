@@ -53,6 +53,13 @@ def prebuilt(key: str, text: str) -> Any | None:
     return entry[1]()
 
 
+def load(key: str, text: str) -> Any:
+    """`key`'s value for `text`: its twin when current, else the parse (for a "yaml" source;
+    the bundled rows' caller wraps each dict itself, catalog._bundled)."""
+    value = prebuilt(key, text)
+    return parse(key, text) if value is None else value
+
+
 def source_text(key: str) -> str:
     """`key`'s text exactly as its runtime reader gets it (catalog.package_data)."""
     from reclaunch.catalog import package_data
@@ -64,13 +71,15 @@ def source_text(key: str) -> str:
 
 def parse(key: str, text: str) -> Any:
     """What the runtime reader makes of `text` when there is no twin."""
+    from reclaunch.catalog import parse_yaml
+
+    if SOURCES.get(key, "yaml") == "yaml":   # a data file without a twin is YAML too
+        return parse_yaml(text)
     from dataclasses import fields
 
-    from reclaunch.catalog import Offer, parse_yaml
+    from reclaunch.catalog import Offer
     from reclaunch.catalog.reader import read_offers
 
-    if SOURCES[key] == "yaml":
-        return parse_yaml(text)
     names = [f.name for f in fields(Offer)]
     return tuple({n: getattr(o, n) for n in names} for o in read_offers(text))
 

@@ -6,16 +6,15 @@ from functools import lru_cache
 from typing import Any
 
 from reclaunch import clouds
-from reclaunch.catalog import package_data, parse_yaml
-from reclaunch.catalog.prebuilt import prebuilt
+from reclaunch.catalog import package_data
+from reclaunch.catalog.prebuilt import load
 
 
 def data_yaml(name: str) -> Any:
     """A YAML file of planner/data, read and parsed as the catalog reads its own data files
     (a fresh object each call: callers cache it, and _constants amends its copy)."""
-    text = package_data(__file__, __package__, name)
-    value = prebuilt(f"planner/data/{name}", text)   # parsed ahead of time, for this text only
-    return parse_yaml(text) if value is None else value
+    # parsed ahead of time where the twin was made from this text (catalog/prebuilt.py)
+    return load(f"planner/data/{name}", package_data(__file__, __package__, name))
 
 
 def constants() -> dict[str, Any]:

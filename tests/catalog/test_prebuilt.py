@@ -72,7 +72,7 @@ def test_the_parsers_are_not_run_when_twins_serve(monkeypatch) -> None:
 
     monkeypatch.setattr(reader, "read_offers", refuse)
     monkeypatch.setattr(catalog, "parse_yaml", refuse)
-    monkeypatch.setattr(constants, "parse_yaml", refuse)
+    monkeypatch.setattr(prebuilt, "parse", refuse)   # the fallback of both loaders
     assert len(catalog._bundled.__wrapped__(0)[1]) > 600
     assert constants.data_yaml("startup.yaml")["targets"]
 
@@ -92,3 +92,13 @@ def test_a_value_repr_cannot_write_is_refused(monkeypatch) -> None:
         {"x": float("inf")} if key.endswith("meta.yaml") else real(key, text)))
     with pytest.raises(ValueError, match="meta.yaml cannot be written"):
         prebuilt.render()
+
+
+def test_a_data_file_without_a_twin_is_parsed() -> None:
+    # object_storage.yaml and calibration.yaml are off the path of every plan: no twin, parsed.
+    from reclaunch.catalog import package_data, parse_yaml
+
+    for name in ("object_storage.yaml", "calibration.yaml"):
+        assert f"planner/data/{name}" not in prebuilt.SOURCES
+        text = package_data(constants.__file__, "reclaunch.planner", name)
+        assert repr(constants.data_yaml(name)) == repr(parse_yaml(text))
