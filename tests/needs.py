@@ -16,16 +16,11 @@ import pytest
 IN_CI = os.environ.get("CI") == "true"
 
 # Inputs this repo has asked to be placed in ../shared/reference/catalog-sources/ (extracts of
-# other projects' files, never committed here; the closing note of 2026-12-01 names them) and
-# that CI's copy of shared/ may not hold yet. Until placed, tests that re-derive rows from them
+# other projects' files, never committed here; a closing note names them) and that CI's copy of
+# shared/ may not hold yet. Empty while nothing is requested (the four of 2026-12-01 are placed). Until placed, tests that re-derive rows from them
 # skip even under CI, saying so; tests/test_needs.py fails once one is placed, so this list
 # shrinks instead of hiding a check forever.
-PENDING_INPUTS = frozenset({
-    "cyclenerd_gcp_pricing_fd66b26f.csv",
-    "skypilot_v6_azure_098741e7_sizes.csv",
-    "skypilot_v8_aws_00148f2a_sizes.csv",
-    "skypilot_v8_gcp_006059e0_sizes.csv",
-})
+PENDING_INPUTS: frozenset[str] = frozenset()
 
 
 def need_input(path: Path, what: str) -> Path:
