@@ -330,14 +330,32 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, driver: str,
-                handle: Any, capacity_gib: int, attributes: dict | None = None,
+class JobNamespace:
+    """The job's Namespace, registered on first use and then shared: the data volume and the
+    trainer's ServiceAccount both live in it, and the engine refuses a second resource named
+    `<name>-ns` (a duplicate URN). render applies the same Namespace later (server-side apply
+    shares it)."""
+
+    def __init__(self, k8s: Any, pulumi: Any, plan: "Plan", provider: Any):
+        self._args = (k8s, pulumi, plan, provider)
+        self._ns: Any = None
+
+    def get(self) -> Any:
+        if self._ns is None:
+            k8s, pulumi, plan, provider = self._args
+            self._ns = k8s.core.v1.Namespace(
+                name(plan, "ns"), metadata={"name": plan.spec.namespace, "labels": tags(plan)},
+                opts=pulumi.ResourceOptions(provider=provider))
+        return self._ns
+
+
+def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, namespace: JobNamespace,
+                driver: str, handle: Any, capacity_gib: int, attributes: dict | None = None,
                 depends_on: list | None = None) -> Any:
     """A static PV + PVC `<name>-data` in the job namespace for the file system we made."""
     opts = pulumi.ResourceOptions(provider=provider, depends_on=depends_on or [])
     meta_labels = tags(plan)
-    ns = k8s.core.v1.Namespace(name(plan, "ns"), metadata={"name": plan.spec.namespace,
-                                                          "labels": meta_labels}, opts=opts)
+    ns = namespace.get()
     pv_name = name(plan, "data")
     pv = k8s.core.v1.PersistentVolume(pv_name, metadata={"name": pv_name, "labels": meta_labels},
         spec={"capacity": {"storage": f"{capacity_gib}Gi"}, "accessModes": ["ReadWriteMany"],

@@ -82,15 +82,13 @@ def pod_identity(plan: "Plan") -> dict[str, Any]:
     return {"service_account": sa, "labels": dict(POD_LABELS.get(plan.cloud, {})), "env": env}
 
 
-def kube_service_account(k8s: Any, pulumi: Any, plan: "Plan", provider: Any,
+def kube_service_account(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, namespace: Any,
                          annotations: dict | None = None, depends_on: list | None = None):
-    """The job's Namespace and ServiceAccount (render applies the same Namespace later; server-
-    side apply shares it). Labels: the cluster's, like everything reclaunch creates."""
+    """The job's ServiceAccount in the job's Namespace (stacks.common.JobNamespace, shared with
+    the data volume). Labels: the cluster's, like everything reclaunch creates."""
     from stacks import common as c
 
-    opts = pulumi.ResourceOptions(provider=provider, depends_on=depends_on or [])
-    ns = k8s.core.v1.Namespace(c.name(plan, "ns"), metadata={
-        "name": plan.spec.namespace, "labels": c.labels(plan)}, opts=opts)
+    ns = namespace.get()
     return k8s.core.v1.ServiceAccount(c.name(plan, "trainer-sa"), metadata={
         "name": service_account(plan), "namespace": plan.spec.namespace,
         "labels": c.labels(plan), "annotations": annotations or {}},

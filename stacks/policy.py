@@ -201,8 +201,15 @@ def gpu_pools_pinned(plan: "Plan", rs: list[dict]) -> list[str]:
     return out
 
 
+def engine_rules(plan: "Plan", rs: list[dict]) -> list[str]:
+    """What the real engine or the cloud's API refuses and the mocks accept (duplicate URNs,
+    references to unregistered resources, enum values the SDK's API version lacks): preview
+    records them per resource (reclaunch/runtime/preview.py, `engine`)."""
+    return [f"{r['name']} ({r['type']}): {p}" for r in rs for p in r.get("engine") or ()]
+
+
 POLICIES: dict[str, Callable[["Plan", list[dict]], list[str]]] = {
-    "tagged": tagged, "control-plane-private": control_plane_private,
+    "engine-rules": engine_rules, "tagged": tagged, "control-plane-private": control_plane_private,
     "no-world-ssh": no_world_ssh, "volumes-encrypted": volumes_encrypted,
     "scoped-iam": scoped_iam, "gpu-pools-pinned": gpu_pools_pinned,
     "bucket-private": bucket_policy.bucket_private, "bucket-scoped": bucket_policy.bucket_scoped,

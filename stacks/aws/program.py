@@ -307,13 +307,14 @@ def program(plan: "Plan") -> None:
         installed["aws-node-termination-handler"] = interruption.install(
             aws, pulumi, k8s, plan, tags=tags, cluster=cluster, groups=groups,
             provider=provider, role=nth_role, depends_on=[system], account=account)
+    ns = c.JobNamespace(k8s, pulumi, plan, provider)
     storage_id = _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
-                          kms, provider, list(installed.values()))
+                          kms, provider, list(installed.values()), ns)
     if identity.grants(plan):   # checkpoints in S3: the job's own Pod Identity (bucket.py)
         trainer_role = _role(aws, pulumi, plan, "trainer-role", "pods.eks.amazonaws.com", [], tags)
         storage_id = s3bucket.bucket_and_identity(
             aws, pulumi, k8s, plan, tags=tags, kms=kms, cluster=cluster, provider=provider,
-            role=trainer_role, depends_on=[system]) or storage_id
+            namespace=ns, role=trainer_role, depends_on=[system]) or storage_id
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", cluster.name)
     pulumi.export("node_pools", [p.cloud_name for p in pools if p.role == "gpu"])
@@ -336,7 +337,7 @@ def _kubeconfig(endpoint: str, ca: str, cluster_name: str, region: str) -> str:
 
 
 def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, kms,
-             provider, addons):
+             provider, addons, ns):
     cluster_sg = cluster.vpc_config.cluster_security_group_id
     kind = plan.spec.storage.kind
     if kind == "cephfs":
@@ -361,7 +362,7 @@ def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, km
             security_group_ids=[sg.id], deployment_type="PERSISTENT_2",
             per_unit_storage_throughput=250, data_compression_type="LZ4",
             file_system_type_version="2.15", kms_key_id=kms.arn, tags=tags)
-        c.data_volume(k8s, pulumi, plan, provider, driver="fsx.csi.aws.com", handle=fs.id,
+        c.data_volume(k8s, pulumi, plan, provider, namespace=ns, driver="fsx.csi.aws.com", handle=fs.id,
                       capacity_gib=gib, depends_on=addons,
                       attributes={"dnsname": fs.dns_name, "mountname": fs.mount_name})
         return fs.id
@@ -373,7 +374,7 @@ def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, km
                             subnet_id=sn.id, security_groups=[sg.id])
     efs_csi = aws.eks.Addon(c.name(plan, "efs-csi"), cluster_name=cluster.name,
                             addon_name="aws-efs-csi-driver", tags=tags)
-    c.data_volume(k8s, pulumi, plan, provider, driver="efs.csi.aws.com", handle=fs.id,
+    c.data_volume(k8s, pulumi, plan, provider, namespace=ns, driver="efs.csi.aws.com", handle=fs.id,
                   capacity_gib=c.storage_gib(plan, 1024), depends_on=[efs_csi])
     return fs.id
 

@@ -32,7 +32,7 @@ TOKEN_AUDIENCE = "api://AzureADTokenExchange"
 
 def bucket_and_identity(az: Any, pulumi: Any, k8s: Any, plan: "Plan", *, rg: Any, aks: Any,
                         tags: dict, client: Any, role_id: Any, provider: Any,
-                        depends_on: list) -> Any:
+                        namespace: Any, depends_on: list) -> Any:
     if not identity.grants(plan):
         return None
     u = identity.created(plan)
@@ -79,6 +79,6 @@ def bucket_and_identity(az: Any, pulumi: Any, k8s: Any, plan: "Plan", *, rg: Any
             c.name(plan, "trainer-blob", str(i)), scope=scope, principal_id=ident.principal_id,
             principal_type="ServicePrincipal",
             role_definition_id=role_id(client.subscription_id, BLOB_DATA_CONTRIBUTOR if g.write else READER))
-    identity.kube_service_account(k8s, pulumi, plan, provider, depends_on=depends_on,
+    identity.kube_service_account(k8s, pulumi, plan, provider, namespace, depends_on=depends_on,
                                   annotations={"azure.workload.identity/client-id": ident.client_id})
     return account.id if account is not None else None

@@ -37,7 +37,8 @@ def condition(bucket: str, prefix: str) -> dict:
 
 
 def bucket_and_identity(gcp: Any, pulumi: Any, k8s: Any, plan: "Plan", *, project: str,
-                        labels: dict, location: str, provider: Any, depends_on: list) -> Any:
+                        labels: dict, location: str, provider: Any, namespace: Any,
+                        cluster: Any, depends_on: list) -> Any:
     if not identity.grants(plan):
         return None
     u = identity.created(plan)
@@ -62,9 +63,13 @@ def bucket_and_identity(gcp: Any, pulumi: Any, k8s: Any, plan: "Plan", *, projec
             else g.url.bucket, role=WRITE_ROLE if g.write else READ_ROLE, member=member,
             condition=condition(g.url.bucket, g.url.prefix))
     ns, ksa = plan.spec.namespace, identity.service_account(plan)
+    # The workload identity pool PROJECT.svc.id.goog exists only once the project's first GKE
+    # cluster with workload_pool does: before that the binding fails "Identity Pool does not
+    # exist" (terraform-google-modules/terraform-google-kubernetes-engine issue #916).
     gcp.serviceaccount.IAMMember(c.name(plan, "trainer-wi"), service_account_id=gsa.name,
                                  role="roles/iam.workloadIdentityUser",
-                                 member=f"serviceAccount:{project}.svc.id.goog[{ns}/{ksa}]")
-    identity.kube_service_account(k8s, pulumi, plan, provider, depends_on=depends_on,
+                                 member=f"serviceAccount:{project}.svc.id.goog[{ns}/{ksa}]",
+                                 opts=pulumi.ResourceOptions(depends_on=[cluster]))
+    identity.kube_service_account(k8s, pulumi, plan, provider, namespace, depends_on=depends_on,
                                   annotations={"iam.gke.io/gcp-service-account": gsa.email})
     return bucket.name if bucket is not None else None

@@ -250,10 +250,11 @@ def program(plan: "Plan") -> None:
             opts=pulumi.ResourceOptions(provider=provider, depends_on=list(gpu_pools.values())))
     installed = c.install_addons(k8s, pulumi, plan, provider,
                                  depends_on=list(gpu_pools.values()))
-    storage_id = _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider)
+    ns = c.JobNamespace(k8s, pulumi, plan, provider)
+    storage_id = _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider, ns)
     storage_id = gcs.bucket_and_identity(   # checkpoints in GCS: the job's Workload Identity
         gcp, pulumi, k8s, plan, project=project, labels=labels, location=plan.region,
-        provider=provider, depends_on=list(gpu_pools.values())) or storage_id
+        provider=provider, namespace=ns, cluster=cluster, depends_on=list(gpu_pools.values())) or storage_id
 
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", cluster.name)
@@ -298,7 +299,7 @@ def filestore_gib(plan: "Plan") -> int:
     return min(hi, max(lo, c.storage_gib(plan, lo, step)))
 
 
-def _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider):
+def _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider, ns):
     kind = plan.spec.storage.kind
     if kind == "cephfs":
         return c.cephfs_storage_class(k8s, pulumi, plan, provider).metadata["name"]
@@ -309,7 +310,8 @@ def _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider):
         c.name(plan, "filestore"), name=c.name(plan, "data"), location=zone, tier="ZONAL",
         labels=labels, file_shares={"name": "data", "capacity_gb": gib},
         networks=[{"network": vpc.name, "modes": ["MODE_IPV4"]}])
-    c.data_volume(k8s, pulumi, plan, provider, driver="filestore.csi.storage.gke.io",
+    c.data_volume(k8s, pulumi, plan, provider, namespace=ns,
+                  driver="filestore.csi.storage.gke.io",
                   handle=pulumi.Output.concat("modeInstance/", zone, "/", fs.name, "/data"),
                   capacity_gib=gib,
                   attributes={"ip": fs.networks[0].ip_addresses[0], "volume": "data"})

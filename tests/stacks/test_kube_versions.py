@@ -105,10 +105,12 @@ def test_the_resolved_version_reaches_cluster_amis_os_sku_and_autoscaler(monkeyp
 
 
 def test_os_sku_and_lustre_daemonsets_follow_the_minor():
-    from stacks.azure.pools import os_sku
+    from stacks.azure.pools import os_release, os_sku
 
-    assert (os_sku("1.34"), os_sku("1.35"), os_sku("1.37")) == (
+    assert (os_release("1.34"), os_release("1.35"), os_release("1.37")) == (
         "Ubuntu2204", "Ubuntu2404", "Ubuntu2404")
+    # 24.04 is sent as Ubuntu: Ubuntu2404 is not in the installed SDK's API version's enum.
+    assert (os_sku("1.34"), os_sku("1.35"), os_sku("1.37")) == ("Ubuntu2204", "Ubuntu", "Ubuntu")
     lustre = next(a for a in versions.c.load_addons() if a["name"] == "azurelustre-csi-driver")
     assert any(s.endswith("node-noble.yaml") for s in lustre["sources"])
     assert "Ubuntu2404" in lustre["node_selector_in"]["kubernetes.azure.com/os-sku-effective"]

@@ -97,7 +97,10 @@ def test_gcp_bucket_and_workload_identity(previews):
     (m,) = _of(res, "gcp:storage/bucketIAMMember:BucketIAMMember")
     assert m["inputs"]["role"] == "roles/storage.objectUser"
     assert 'startsWith("projects/_/buckets/acme-ckpt/objects/run-1/")' in m["inputs"]["condition"]["expression"]
-    wi = _one(res, "gcp:serviceaccount/iAMMember:IAMMember")["inputs"]
+    wi = _one(res, "gcp:serviceaccount/iAMMember:IAMMember")
+    # The pool PROJECT.svc.id.goog exists once the project's first GKE cluster does.
+    assert _one(res, "gcp:container/cluster:Cluster")["urn"] in wi["depends_on"]
+    wi = wi["inputs"]
     assert wi["role"] == "roles/iam.workloadIdentityUser"
     assert wi["member"] == f"serviceAccount:mock-project.svc.id.goog[{plan.spec.namespace}/{plan.name}-trainer]"
     assert _sa(res)["annotations"]["iam.gke.io/gcp-service-account"] == m["inputs"]["member"].split(":", 1)[1]
