@@ -1,8 +1,11 @@
 """Policy checks for checkpoint buckets and the job's workload identity (stacks/policy.py runs them).
 
-- bucket-private: every bucket the stack creates blocks public access, encrypts, and expires
-  old checkpoints (S3: BucketPublicAccessBlock all four, SSE, lifecycle; GCS: public access
-  prevention enforced, uniform bucket-level access; Azure: no public blob access, no shared keys).
+- bucket-private: every bucket the stack creates blocks public access, encrypts, and aborts
+  torn multipart uploads (S3: BucketPublicAccessBlock all four, SSE, lifecycle; GCS: public
+  access prevention enforced, uniform bucket-level access; Azure: no public blob access, no
+  shared keys).
+- bucket-keeps-checkpoints: no lifecycle rule deletes checkpoints unless the spec asked for it
+  (job.checkpoint.expire_days); a paused run must find its checkpoints when it resumes.
 - bucket-scoped: no identity gets object-store rights beyond named buckets: no `s3:*` / `*`
   action, no S3 action on `*` or `arn:aws:s3:::*`, no storage role on a GCP project, no
   Storage Blob Data role above a container.
@@ -39,6 +42,9 @@ def _refs(rs: list[dict], type_: str, name: str) -> list[dict]:
     return [r for r in rs if r["type"] == type_ and str(r["inputs"].get("bucket", "")).startswith(name)]
 
 
+LIFECYCLE_S3 = "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
+
+
 def _list(v: Any) -> list:
     return [v] if isinstance(v, str) else list(v or [])
 
@@ -55,17 +61,39 @@ def bucket_private(plan: "Plan", rs: list[dict]) -> list[str]:
             if not _refs(rs, "aws:s3/bucketServerSideEncryptionConfiguration:"
                              "BucketServerSideEncryptionConfiguration", n):
                 out.append(f"{n}: S3 bucket without default encryption")
-            if not _refs(rs, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", n):
-                out.append(f"{n}: S3 bucket without a lifecycle rule for old checkpoints")
+            rules = [x for lc in _refs(rs, LIFECYCLE_S3, n) for x in lc["inputs"].get("rules") or []]
+            if not any(x.get("abortIncompleteMultipartUpload") for x in rules):
+                out.append(f"{n}: S3 bucket without a lifecycle rule for torn uploads")
         if t == "gcp:storage/bucket:Bucket":
             if i.get("publicAccessPrevention") != "enforced" or i.get("uniformBucketLevelAccess") is not True:
                 out.append(f"{n}: GCS bucket not private (public access prevention, uniform access)")
-            if not i.get("lifecycleRules"):
-                out.append(f"{n}: GCS bucket without a lifecycle rule for old checkpoints")
+            if not any((x.get("action") or {}).get("type") == "AbortIncompleteMultipartUpload"
+                       for x in i.get("lifecycleRules") or []):
+                out.append(f"{n}: GCS bucket without a lifecycle rule for torn uploads")
         if t == "azure-native:storage:StorageAccount" and i.get("kind") == "StorageV2" and \
                 (i.get("allowBlobPublicAccess") is not False or i.get("allowSharedKeyAccess") is not False):
             out.append(f"{n}: storage account allows public blobs or shared keys")
     return out
+
+
+def _expiring(r: dict) -> bool:
+    """A lifecycle rule of this resource deletes objects by age."""
+    i, t = r["inputs"], r["type"]
+    if t == LIFECYCLE_S3:
+        return any(x.get("expiration") for x in i.get("rules") or [])
+    if t == "gcp:storage/bucket:Bucket":
+        return any((x.get("action") or {}).get("type") == "Delete" for x in i.get("lifecycleRules") or [])
+    if t == "azure-native:storage:ManagementPolicy":
+        return any(((x.get("definition") or {}).get("actions") or {}).get("baseBlob", {}).get("delete")
+                   for x in (i.get("policy") or {}).get("rules") or [])
+    return False
+
+
+def bucket_keeps_checkpoints(plan: "Plan", rs: list[dict]) -> list[str]:
+    if plan.spec.job.checkpoint.expire_days:
+        return []
+    return [f"{r['name']}: a lifecycle rule deletes checkpoints job.checkpoint.expire_days "
+            "did not ask to expire" for r in rs if _expiring(r)]
 
 
 def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:

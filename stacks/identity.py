@@ -23,11 +23,16 @@ if TYPE_CHECKING:  # pragma: no cover
 # AKS: the mutating webhook injects the federated token only into pods with this label
 # (learn.microsoft.com/azure/aks/workload-identity-deploy-cluster, "Deploy your application").
 POD_LABELS: dict[str, dict[str, str]] = {"azure": {"azure.workload.identity/use": "true"}}
-# Checkpoints older than this many days expire by the bucket's lifecycle rule (the trainer
-# keeps the last K itself; this catches the prefixes of runs nobody deleted), and unfinished
-# multipart uploads (a writer killed mid-checkpoint) are aborted after a day.
-EXPIRE_DAYS = 30
+# Unfinished multipart uploads (a writer killed mid-checkpoint) are aborted after a day. Whole
+# checkpoints expire only when job.checkpoint.expire_days asks (expire_days below): a run
+# paused for longer than any fixed age must still resume, and the trainer itself deletes
+# superseded steps (it keeps the newest few).
 ABORT_UPLOADS_DAYS = 1
+
+
+def expire_days(plan: "Plan") -> int | None:
+    """Days after which the created bucket deletes a checkpoint object (None: never)."""
+    return plan.spec.job.checkpoint.expire_days
 
 
 class Grant(NamedTuple):

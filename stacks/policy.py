@@ -213,6 +213,7 @@ POLICIES: dict[str, Callable[["Plan", list[dict]], list[str]]] = {
     "no-world-ssh": no_world_ssh, "volumes-encrypted": volumes_encrypted,
     "scoped-iam": scoped_iam, "gpu-pools-pinned": gpu_pools_pinned,
     "bucket-private": bucket_policy.bucket_private, "bucket-scoped": bucket_policy.bucket_scoped,
+    "bucket-keeps-checkpoints": bucket_policy.bucket_keeps_checkpoints,
 }
 
 

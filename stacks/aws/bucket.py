@@ -65,10 +65,13 @@ def _bucket(aws: Any, pulumi: Any, plan: "Plan", tags: dict, kms: Any) -> Any:
                                                         "kms_master_key_id": kms.arn},
             "bucket_key_enabled": True}])
     prefix = (u.prefix.rstrip("/") + "/") if u.prefix else ""
+    days = identity.expire_days(plan)
+    # docs.aws.amazon.com/AmazonS3/latest/userguide/mpu-abort-incomplete-mpu-lifecycle-config.html
     aws.s3.BucketLifecycleConfiguration(c.name(plan, "ckpt-lifecycle"), bucket=b.id, rules=[{
-        "id": "expire-old-checkpoints", "status": "Enabled", "filter": {"prefix": prefix},
-        "expiration": {"days": identity.EXPIRE_DAYS},
-        "abort_incomplete_multipart_upload": {"days_after_initiation": identity.ABORT_UPLOADS_DAYS}}])
+        "id": "abort-torn-uploads", "status": "Enabled", "filter": {"prefix": prefix},
+        "abort_incomplete_multipart_upload": {"days_after_initiation": identity.ABORT_UPLOADS_DAYS}},
+        *([{"id": "expire-checkpoints", "status": "Enabled", "filter": {"prefix": prefix},
+            "expiration": {"days": days}}] if days else [])])
     return b
 
 

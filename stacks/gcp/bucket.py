@@ -49,10 +49,11 @@ def bucket_and_identity(gcp: Any, pulumi: Any, k8s: Any, plan: "Plan", *, projec
             c.name(plan, "ckpt"), name=u.bucket, location=location.upper(), labels=labels,
             uniform_bucket_level_access=True, public_access_prevention="enforced",
             force_destroy=True, lifecycle_rules=[
-                {"action": {"type": "Delete"},
-                 "condition": {"age": identity.EXPIRE_DAYS, **({"matches_prefixes": [prefix]} if prefix else {})}},
                 {"action": {"type": "AbortIncompleteMultipartUpload"},
-                 "condition": {"age": identity.ABORT_UPLOADS_DAYS}}])
+                 "condition": {"age": identity.ABORT_UPLOADS_DAYS}},
+                *([{"action": {"type": "Delete"}, "condition": {
+                    "age": days, **({"matches_prefixes": [prefix]} if prefix else {})}}]
+                  if (days := identity.expire_days(plan)) else [])])
     gsa = gcp.serviceaccount.Account(c.name(plan, "trainer", max_len=30),
                                      account_id=c.name(plan, "trainer", max_len=30),
                                      display_name=f"reclaunch {plan.name} training job")

@@ -2,6 +2,7 @@
 lifecycle), the job's workload identity scoped to its prefix, and the policy checks over them."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,14 +16,16 @@ URLS = {"aws": "s3://acme-ckpt/run-1", "gcp": "gs://acme-ckpt/run-1", "azure": "
 BASE = {"aws": "aws-spot-bucket.yaml", "gcp": "gcp-dcnv2-a3mega.yaml", "azure": "azure-din-nd96amsr.yaml"}
 
 
-def bucket_plan(cloud: str, *, kind: str = "bucket", data: str | None = None):
+def bucket_plan(cloud: str, *, kind: str = "bucket", data: str | None = None,
+                expire: int | None = None):
     from reclaunch.planner import make_plan
     from reclaunch.spec import parse_spec
 
     doc = yaml.safe_load((EXAMPLES / BASE[cloud]).read_text())
     doc["storage"] = {"kind": kind}
     doc["spot"] = {"enabled": True}
-    doc["job"]["checkpoint"] = {"path": URLS[cloud], "every_minutes": 15}
+    doc["job"]["checkpoint"] = {"path": URLS[cloud], "every_minutes": 15,
+                                **({"expire_days": expire} if expire else {})}
     doc["job"]["dataset"].pop("path", None)
     if data:
         doc["job"]["dataset"]["path"] = data
@@ -71,6 +74,7 @@ def test_aws_bucket_private_encrypted_expiring_and_pod_identity_on_the_prefix(pr
     assert sse["inputs"]["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms"
     rule = _one(res, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration")["inputs"]["rules"][0]
     assert rule["filter"]["prefix"] == "run-1/" and rule["abortIncompleteMultipartUpload"]
+    assert not rule.get("expiration")
     pol = next(r for r in _of(res, "aws:iam/rolePolicy:RolePolicy") if r["name"].endswith("trainer-s3"))
     st = json.loads(pol["inputs"]["policy"])["Statement"]
     resources = {x for s in st for x in s["Resource"]}
@@ -116,7 +120,7 @@ def test_azure_account_container_and_federated_identity(previews):
     assert acct["inputs"]["allowBlobPublicAccess"] is False and acct["inputs"]["allowSharedKeyAccess"] is False
     assert acct["tags"] == {CLUSTER_TAG: plan.name, MANAGED_TAG: "true"}
     assert _one(res, "azure-native:storage:BlobContainer")["inputs"]["publicAccess"] == "None"
-    assert _one(res, "azure-native:storage:ManagementPolicy")
+    assert not _of(res, "azure-native:storage:ManagementPolicy")   # nothing expires unasked
     fic = _one(res, "azure-native:managedidentity:FederatedIdentityCredential")["inputs"]
     assert fic["subject"] == f"system:serviceaccount:{plan.spec.namespace}:{plan.name}-trainer"
     assert fic["audiences"] == ["api://AzureADTokenExchange"] and fic["issuer"].startswith("https://")
@@ -125,6 +129,48 @@ def test_azure_account_container_and_federated_identity(previews):
     assert ra["inputs"]["scope"].endswith("/blobServices/default/containers/ckpt")
     assert "azure.workload.identity/client-id" in _sa(res)["annotations"]
     assert check(plan, res) == []
+
+
+def _expiry(res) -> list:
+    """(days, prefix) of every lifecycle rule that deletes checkpoints by age, on any cloud."""
+    out = []
+    for r in res:
+        i = r["inputs"]
+        for x in i.get("rules") or [] if r["type"].endswith("BucketLifecycleConfiguration") else []:
+            if x.get("expiration"):
+                out.append((x["expiration"]["days"], x["filter"]["prefix"]))
+        for x in i.get("lifecycleRules") or []:
+            if x["action"]["type"] == "Delete":
+                out.append((x["condition"]["age"], x["condition"]["matchesPrefixes"][0]))
+        for x in i["policy"]["rules"] if r["type"].endswith(":ManagementPolicy") else []:
+            d = x["definition"]
+            out.append((d["actions"]["baseBlob"]["delete"]["daysAfterModificationGreaterThan"],
+                        d["filters"]["prefixMatch"][0]))
+    return out
+
+
+@pytest.mark.parametrize("cloud", sorted(URLS))
+def test_checkpoints_expire_only_when_the_spec_asks(previews, cloud):
+    """A run paused for a month still resumes: by default no rule deletes checkpoints
+    (issue 37: every object under the prefix went after 30 days); expire_days opts in."""
+    from stacks.policy import check
+
+    plan, res = previews(cloud)
+    assert _expiry(res) == [] and check(plan, res) == []
+    plan, res = previews(cloud, expire=45)
+    assert [d for d, _ in _expiry(res)] == [45] and _expiry(res)[0][1].endswith("run-1/")
+    assert check(plan, res) == []
+    unasked = dataclasses.replace(plan, spec=plan.spec.model_copy(update={
+        "job": plan.spec.job.model_copy(update={"checkpoint": plan.spec.job.checkpoint.model_copy(
+            update={"expire_days": None})})}))
+    assert [f for f in check(unasked, res) if f.startswith("bucket-keeps-checkpoints:")]
+
+
+def test_expire_days_needs_a_bucket_the_stack_creates():
+    from reclaunch.errors import SpecError
+
+    with pytest.raises(SpecError, match="job.checkpoint.expire_days: sets the lifecycle rule"):
+        bucket_plan("aws", kind="none", expire=30)
 
 
 def test_a_named_bucket_gets_identity_but_no_bucket_and_data_is_read_only(previews):
