@@ -878,7 +878,21 @@ def _3():  # planner/data/startup.yaml
                    'source': 'assumption: pod start on cached image ~15 s + nccl-tests '
                              'all_reduce_perf 8 B..8 GB sweep ~60-90 s on 8-64 GPUs (nccl-tests '
                              'README defaults)'},
-     'targets': {'aws': {'steps': [{'name': 'EKS control plane',
+     'targets': {'aws': {'provision_timeout': {'seconds': 600,
+                                               'source': 'kubernetes/autoscaler '
+                                                         'cluster-autoscaler/FAQ.md '
+                                                         '(max-node-provision-time, default 15 min) '
+                                                         'and issue #2075 (a spot pool that cannot '
+                                                         'launch is left after it); since PR #4489 an '
+                                                         'ASG scaling activity that failed (no spot '
+                                                         'capacity) ends the wait at once, so this '
+                                                         'bounds a node that launched but never '
+                                                         "became Ready. 600 s is 2.5x this target's "
+                                                         'boot-to-Ready + driver steps (240 s); '
+                                                         'shorter risks abandoning slow healthy GPU '
+                                                         'nodes (issue #6810: 5 min left a launched '
+                                                         'GPU instance running unmanaged)'},
+                         'steps': [{'name': 'EKS control plane',
                                     'seconds': 900,
                                     'billed': False,
                                     'source': "aws/containers-roadmap#1227: 'EKS cluster control "
@@ -959,5 +973,5 @@ PREBUILT = {
     'catalog/data/meta.yaml': ('7d296940f78605b58424f86295bf0fbd', _0),
     'catalog/data/instances.csv': ('16abed924e829dbd8c553fa4c5699683', _1),
     'planner/data/planner.yaml': ('660600ca6e9b72ea0e4f9d7b189b425d', _2),
-    'planner/data/startup.yaml': ('764faba8a7de0feba71a2b916436a88d', _3),
+    'planner/data/startup.yaml': ('a667d95051524f9cbc26134b7da35ee6', _3),
 }

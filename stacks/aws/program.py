@@ -181,6 +181,15 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
     return out
 
 
+def provision_time() -> str:
+    """--max-node-provision-time: the plan's own figure (planner/data/startup.yaml, aws
+    provision_timeout), so the plan's notes and the autoscaler wait the same time."""
+    from reclaunch.planner.startup import provision_timeout
+
+    seconds, _ = provision_timeout("aws")
+    return f"{int(seconds // 60)}m" if seconds % 60 == 0 else f"{int(seconds)}s"
+
+
 def _autoscaler_policy(plan: "Plan", account: str) -> str:
     arns = [f"arn:aws:autoscaling:{plan.region}:{account}:autoScalingGroup:*:"
             f"autoScalingGroupName/{p.cloud_name}" for p in node_pools(plan) if p.role == "gpu"]
@@ -299,6 +308,7 @@ def program(plan: "Plan") -> None:
     installed = c.install_addons(k8s, pulumi, plan, provider, depends_on=[system], values={
         "cluster-autoscaler": {"autoDiscovery": {"clusterName": c.name(plan)},
                                "awsRegion": plan.region, "expanderPriorities": priorities,
+                               "extraArgs": {"max-node-provision-time": provision_time()},
                                "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}},
         facts=lambda a: versions.pinned_facts(a, k8s_version))
 
