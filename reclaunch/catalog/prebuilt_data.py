@@ -879,19 +879,19 @@ def _3():  # planner/data/startup.yaml
                              'all_reduce_perf 8 B..8 GB sweep ~60-90 s on 8-64 GPUs (nccl-tests '
                              'README defaults)'},
      'targets': {'aws': {'provision_timeout': {'seconds': 600,
-                                               'source': 'kubernetes/autoscaler '
-                                                         'cluster-autoscaler/FAQ.md '
-                                                         '(max-node-provision-time, default 15 min) '
-                                                         'and issue #2075 (a spot pool that cannot '
-                                                         'launch is left after it); since PR #4489 an '
-                                                         'ASG scaling activity that failed (no spot '
-                                                         'capacity) ends the wait at once, so this '
-                                                         'bounds a node that launched but never '
-                                                         "became Ready. 600 s is 2.5x this target's "
-                                                         'boot-to-Ready + driver steps (240 s); '
-                                                         'shorter risks abandoning slow healthy GPU '
-                                                         'nodes (issue #6810: 5 min left a launched '
-                                                         'GPU instance running unmanaged)'},
+                                               'source': 'kubernetes/autoscaler issue #2075 (a spot '
+                                                         'pool that cannot launch is left after '
+                                                         'max-node-provision-time, 15 min by default; '
+                                                         "AKS's autoscaler profile documents the same "
+                                                         'default); since kubernetes/autoscaler PR '
+                                                         '#4489 an ASG scaling activity that failed '
+                                                         '(no spot capacity) ends the wait at once, '
+                                                         'so this bounds a node that launched but '
+                                                         'never became Ready. 600 s is 2.5x this '
+                                                         "target's boot-to-Ready + driver steps (240 "
+                                                         's); shorter risks abandoning slow healthy '
+                                                         'GPU nodes (issue #6810: 5 min left a '
+                                                         'launched GPU instance running unmanaged)'},
                          'steps': [{'name': 'EKS control plane',
                                     'seconds': 900,
                                     'billed': False,
@@ -973,5 +973,5 @@ PREBUILT = {
     'catalog/data/meta.yaml': ('7d296940f78605b58424f86295bf0fbd', _0),
     'catalog/data/instances.csv': ('16abed924e829dbd8c553fa4c5699683', _1),
     'planner/data/planner.yaml': ('660600ca6e9b72ea0e4f9d7b189b425d', _2),
-    'planner/data/startup.yaml': ('a667d95051524f9cbc26134b7da35ee6', _3),
+    'planner/data/startup.yaml': ('0bf1644443f7f171be50caef13657c99', _3),
 }
