@@ -67,7 +67,11 @@ def manual_prerequisites(plan) -> list[str]:
     """What a person must do before `up` on this cloud (quotas, feature registrations,
     reservations bought); `up` prints these before it creates anything."""
     pkg = facts(plan.cloud)
-    return pkg.manual_prerequisites(plan) if pkg else []
+    if not pkg:
+        return []
+    from stacks import versions   # an add-on pin holding the cluster on an older minor
+
+    return [*pkg.manual_prerequisites(plan), *versions.person_lines(plan)]
 
 
 def job_placement(plan) -> dict:

@@ -110,9 +110,9 @@ def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:
                 s3 = [a for a in acts if a.startswith("s3:")]
                 if s3 and any(x in ("*", "arn:aws:s3:::*", "arn:aws:s3:::*/*") for x in res):
                     out.append(f"{n}: {', '.join(s3)} on every bucket")
-        # Read-only project roles stay allowed: the node account's objectViewer pulls images.
-        if t == "gcp:projects/iAMMember:IAMMember" and str(i.get("role", "")).startswith("roles/storage.") \
-                and not str(i.get("role")).endswith("Viewer"):
+        # Read-only too: objectViewer on the project reads every bucket in it (image pull is
+        # granted on the image's repository, stacks/gcp/registry.py).
+        if t == "gcp:projects/iAMMember:IAMMember" and str(i.get("role", "")).startswith("roles/storage."):
             out.append(f"{n}: {i['role']} on the whole project (grant it on the bucket)")
         if t == "azure-native:authorization:RoleAssignment" and \
                 str(i.get("roleDefinitionId", "")).rsplit("/", 1)[-1] in BLOB_DATA_ROLES and \

@@ -23,7 +23,9 @@ WORLD = ("0.0.0.0/0", "::/0", "*", "Internet", "Any")
 # where a scoped statement does the job.
 BROAD_AWS_POLICIES = ("AdministratorAccess", "PowerUserAccess", "AutoScalingFullAccess",
                       "AmazonEC2FullAccess", "IAMFullAccess")
-BROAD_GCP_ROLES = ("roles/owner", "roles/editor", "roles/iam.securityAdmin")
+BROAD_GCP_ROLES = ("roles/owner", "roles/editor", "roles/iam.securityAdmin",
+                   # image pull on every registry of the project: grant it on the repository
+                   "roles/artifactregistry.reader")
 BROAD_AZURE_ROLES = ("8e3af657-a8ff-443c-a75c-2fe8c4bcb635",   # Owner
                      "b24988ac-6180-42a0-ab88-20f7382dd24c")   # Contributor
 READ_ONLY_PREFIXES = ("Describe", "Get", "List")

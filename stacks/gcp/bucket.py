@@ -36,6 +36,25 @@ def condition(bucket: str, prefix: str) -> dict:
     return {"title": f"reclaunch-{p or 'bucket'}"[:100], "expression": expr}
 
 
+def require_uniform_access(gcp: Any, plan: "Plan") -> None:
+    """A conditioned IAM binding (ours: the prefix) is refused on a bucket with fine-grained
+    ACLs (cloud.google.com/storage/docs/access-control/iam#conditions: conditions need uniform
+    bucket-level access). The stack turns it on for the bucket it creates; a bucket the user
+    named is read first, before anything is created, and refused with the fix."""
+    from reclaunch.errors import ProviderError
+
+    mine = identity.created(plan)
+    for g in identity.grants(plan):
+        if mine is not None and g.url.bucket == mine.bucket:
+            continue
+        if not gcp.storage.get_bucket(name=g.url.bucket).uniform_bucket_level_access:
+            raise ProviderError(
+                f"{g.url.url}: the bucket uses fine-grained ACLs, and the job's prefix-scoped "
+                "grant needs uniform bucket-level access",
+                hint=f"gcloud storage buckets update gs://{g.url.bucket} "
+                     "--uniform-bucket-level-access (or use storage.kind: bucket)")
+
+
 def bucket_and_identity(gcp: Any, pulumi: Any, k8s: Any, plan: "Plan", *, project: str,
                         labels: dict, location: str, provider: Any, namespace: Any,
                         cluster: Any, depends_on: list) -> Any:

@@ -148,3 +148,22 @@ def test_up_hands_the_cloud_answer_to_the_program_as_stack_config():
     cfg = KubeCloudProvider(cloud)._config(dataclasses.replace(plan, spec=spec))
     assert cfg[KEY] == "1.36" and cfg["aws:region"] == plan.region
     assert CLOUD.kube_versions == "reclaunch.providers.aws.versions:offered"
+
+
+def test_an_addon_holding_the_minor_back_is_said_with_its_end_of_support(caplog):
+    """AKS offers 1.36 and 1.37, network-operator stops at 1.35 (issue 37 §3): plan and
+    `up --dry-run` list it with what a person must do (stacks.manual_prerequisites), and `up`
+    warns the same of the cloud's own answer."""
+    from stacks import manual_prerequisites
+
+    azure = make_plan("azure")
+    (line,) = [ln for ln in manual_prerequisites(azure) if ln.startswith("Kubernetes ")]
+    end = next(r["end"] for r in versions.table()["clouds"]["azure"]["minors"] if r["minor"] == "1.35")
+    assert line.startswith("Kubernetes 1.35, not 1.37") and "network-operator 26.1.1 supports " \
+        f"at most 1.35" in line and f"ends {end}" in line
+    for cloud in ("aws", "gcp"):       # nothing holds them back in the table
+        assert not [ln for ln in manual_prerequisites(make_plan(cloud)) if ln.startswith("Kubernetes ")]
+    with caplog.at_level("WARNING", logger="reclaunch.versions"):
+        assert resolve(azure, lambda p: ["1.37", "1.36", "1.35"], where="azure") == {KEY: "1.35"}
+    assert any("Kubernetes 1.35, not 1.37" in r.getMessage() for r in caplog.records)
+    assert versions.held_back(azure, "1.35", ["1.35", "1.34"]) == []

@@ -233,3 +233,30 @@ def test_down_keep_storage_keeps_the_bucket_and_destroys_the_identity():
     # The bucket, its settings and the key its objects are encrypted with stay; the job's
     # identity goes with the cluster.
     assert storage_keep_set(res, {"acme-ckpt"}) == {"bucket", "pab", "sse", "kms"}
+
+
+def test_a_named_gcs_bucket_without_uniform_access_is_refused_before_anything_exists(monkeypatch):
+    """The prefix condition on the job's grant needs uniform bucket-level access: a bucket of
+    the user's with fine-grained ACLs stops the program before its first resource."""
+    from reclaunch.errors import ProviderError
+    from reclaunch.providers import preview_plan
+    from reclaunch.runtime import preview as mocks
+
+    plan = bucket_plan("gcp", kind="none")
+    assert check_ok(plan, preview_plan(plan))           # the mock bucket has uniform access
+    calls = mocks._call
+
+    def acl_bucket(token, args, plan):
+        out = calls(token, args, plan)
+        return {**out, "uniformBucketLevelAccess": False} if token.endswith("getBucket") else out
+    monkeypatch.setattr(mocks, "_call", acl_bucket)
+    with pytest.raises(ProviderError, match="needs uniform bucket-level access") as err:
+        preview_plan(plan)
+    assert "--uniform-bucket-level-access" in err.value.hint
+
+
+def check_ok(plan, res) -> bool:
+    from stacks.policy import check
+
+    return check(plan, res) == [] and not any(
+        r["type"] == "gcp:storage/bucket:Bucket" for r in res)
