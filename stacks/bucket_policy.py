@@ -6,6 +6,13 @@
   shared keys).
 - bucket-keeps-checkpoints: no lifecycle rule deletes checkpoints unless the spec asked for it
   (job.checkpoint.expire_days); a paused run must find its checkpoints when it resumes.
+- owned-storage: whatever `up` did not create, `down` never deletes or rewrites. A bucket
+  resource only for the bucket the spec asks the stack to create (storage.kind: bucket); on a
+  bucket the user named, only additive grants (GCS BucketIAMMember, never the authoritative
+  BucketIAMBinding / BucketIAMPolicy, which replace the bucket's other members and remove them
+  on destroy) and no bucket-wide settings (an S3 bucket policy, lifecycle, encryption or
+  public-access block is one per bucket: ours would replace the user's, and destroy would
+  delete it); nothing imported unless retained on delete.
 - bucket-scoped: no identity gets object-store rights beyond named buckets: no `s3:*` / `*`
   action, no S3 action on `*` or `arn:aws:s3:::*`, no storage role on a GCP project, no
   Storage Blob Data role above a container.
@@ -94,6 +101,34 @@ def bucket_keeps_checkpoints(plan: "Plan", rs: list[dict]) -> list[str]:
         return []
     return [f"{r['name']}: a lifecycle rule deletes checkpoints job.checkpoint.expire_days "
             "did not ask to expire" for r in rs if _expiring(r)]
+
+
+BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2", "gcp:storage/bucket:Bucket")
+AUTHORITATIVE_IAM = ("gcp:storage/bucketIAMBinding:BucketIAMBinding",
+                     "gcp:storage/bucketIAMPolicy:BucketIAMPolicy")
+
+
+def owned_storage(plan: "Plan", rs: list[dict]) -> list[str]:
+    from stacks import identity
+
+    made = identity.created(plan)
+    mine = {made.bucket} if made is not None else set()
+    named = {g.url.bucket for g in identity.grants(plan)} - mine
+    out = []
+    for r in rs:
+        i, t, n = r["inputs"], r["type"], r["name"]
+        if r.get("import_id") and not r.get("retain_on_delete"):
+            out.append(f"{n}: imported ({r['import_id']}) and not retained on delete: `down` "
+                       "would delete what `up` did not create")
+        if t in BUCKET_TYPES and str(i.get("bucket") or i.get("name")) not in mine:
+            out.append(f"{n}: a bucket resource for {i.get('bucket') or i.get('name')}, which "
+                       "the stack does not create (storage.kind: bucket only)")
+        if t in AUTHORITATIVE_IAM:
+            out.append(f"{n}: {t.rsplit(':', 1)[-1]} replaces the bucket's other grants and "
+                       "removes them on destroy (use BucketIAMMember)")
+        if t.startswith("aws:s3/") and t not in BUCKET_TYPES and str(i.get("bucket")) in named:
+            out.append(f"{n}: a bucket-wide setting on s3://{i['bucket']}, the user's bucket")
+    return out
 
 
 def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:

@@ -216,6 +216,7 @@ POLICIES: dict[str, Callable[["Plan", list[dict]], list[str]]] = {
     "scoped-iam": scoped_iam, "gpu-pools-pinned": gpu_pools_pinned,
     "bucket-private": bucket_policy.bucket_private, "bucket-scoped": bucket_policy.bucket_scoped,
     "bucket-keeps-checkpoints": bucket_policy.bucket_keeps_checkpoints,
+    "owned-storage": bucket_policy.owned_storage,
 }
 
 

@@ -55,6 +55,9 @@ class CloudSpec:
     # "module:function" giving the "needs a person" list at `up`, when the cloud must be asked
     # for part of it (Azure: encryption at host); "" = the pure stacks.<cloud> list.
     prerequisites: str = ""
+    # "module:function" (plan -> lines): storage the stack would create that already exists and
+    # is not this cluster's; `up` refuses on any (lifecycle.Env.foreign_storage). "" = none.
+    foreign_storage: str = ""
 
 
 def classify(errors: list[tuple[str, str]], text: str) -> str | None:
@@ -107,7 +110,8 @@ class KubeCloudProvider:
             fallback=fallback,
             stop_hint=lambda kind: self.cloud.quota_fix if kind in (QUOTA, SPOT_QUOTA)
             else self.cloud.capacity_fix,
-            verify=self.verify, prerequisites=self._prerequisites)
+            verify=self.verify, prerequisites=self._prerequisites,
+            foreign_storage=self._foreign_storage)
         kw.update(self.env_overrides)
         if "infra" not in kw:
             from reclaunch.runtime.infra import PulumiInfra
@@ -140,6 +144,14 @@ class KubeCloudProvider:
         import importlib
 
         mod, _, fn = self.cloud.prerequisites.partition(":")
+        return getattr(importlib.import_module(mod), fn)(plan)
+
+    def _foreign_storage(self, plan: "Plan") -> list[str]:
+        if not self.cloud.foreign_storage:
+            return []
+        import importlib
+
+        mod, _, fn = self.cloud.foreign_storage.partition(":")
         return getattr(importlib.import_module(mod), fn)(plan)
 
     def _program(self, plan: "Plan") -> Callable[[], None]:
