@@ -4,8 +4,9 @@ exist unless this cluster made it.
 S3 answers 200 to CreateBucket for a bucket you already own in us-east-1 ("for legacy
 compatibility ... Amazon S3 returns 200 OK and resets the bucket access control lists",
 docs.aws.amazon.com/AmazonS3/latest/API/API_CreateBucket.html), and the Terraform-bridged
-provider calls CreateBucket without looking first (hashicorp/terraform-provider-aws
-internal/service/s3/bucket.go resourceBucketCreate). The stack would then adopt the bucket,
+provider's create calls CreateBucket without looking first (hashicorp/terraform-provider-aws
+internal/service/s3/bucket.go resourceBucketCreate, in the version read; a newer one may look,
+this costs one HEAD either way). The stack would then adopt the bucket,
 replace its tags, and `down` (force_destroy) would empty and delete it with everything in it.
 So `up` reads the bucket first: absent, or tagged by this cluster (the stack tags what it
 creates, so a re-run of `up` passes), is fine; anything else stops `up` before it creates
