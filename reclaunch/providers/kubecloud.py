@@ -56,7 +56,8 @@ class CloudSpec:
     # for part of it (Azure: encryption at host); "" = the pure stacks.<cloud> list.
     prerequisites: str = ""
     # "module:function" (plan -> lines): storage the stack would create that already exists and
-    # is not this cluster's; `up` refuses on any (lifecycle.Env.foreign_storage). "" = none.
+    # is not this cluster's (a bucket the user owns); `up` refuses on any, before it creates
+    # anything, so `down` never deletes it. "" = none to check.
     foreign_storage: str = ""
 
 
@@ -110,8 +111,7 @@ class KubeCloudProvider:
             fallback=fallback,
             stop_hint=lambda kind: self.cloud.quota_fix if kind in (QUOTA, SPOT_QUOTA)
             else self.cloud.capacity_fix,
-            verify=self.verify, prerequisites=self._prerequisites,
-            foreign_storage=self._foreign_storage)
+            verify=self.verify, prerequisites=self._prerequisites)
         kw.update(self.env_overrides)
         if "infra" not in kw:
             from reclaunch.runtime.infra import PulumiInfra
@@ -178,6 +178,12 @@ class KubeCloudProvider:
         from reclaunch.runtime import lifecycle
         o = options or UpOptions()
         self.check_ready(plan)
+        taken = self._foreign_storage(plan)
+        if taken:
+            from reclaunch.errors import UsageError
+            raise UsageError(f"refusing to start: {'; '.join(taken)}",
+                             hint="name a new bucket, or keep yours and use it as your own "
+                                  "(storage.kind: none with the same job.checkpoint.path)")
         env = self.env(o.backend)
         text = open(o.spec_path).read() if o.spec_path and os.path.exists(o.spec_path) else None
         from reclaunch.runtime.backend import redact   # the journal never holds credentials

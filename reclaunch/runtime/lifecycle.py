@@ -66,9 +66,6 @@ class Env:
     # What a person must do first (quotas, feature registrations, reservations bought): shown
     # with the plan, before confirmation and before anything is created.
     prerequisites: Callable[["Plan"], list[str]] = lambda plan: []
-    # Storage the stack would create that already exists and is not this cluster's (a bucket
-    # the user owns): `up` stops before anything is created, so `down` never deletes it.
-    foreign_storage: Callable[["Plan"], list[str]] = lambda plan: []
 
     def out(self):
         if self.console is None:
@@ -150,11 +147,6 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
     if unplaced:
         raise PlanError(f"refusing to start: not every pod can be scheduled: {unplaced}",
                         hint="`reclaunch preview` lists each pod, its pool and why")
-    taken = env.foreign_storage(plan)
-    if taken:
-        raise UsageError(f"refusing to start: {'; '.join(taken)}",
-                         hint="name a new bucket, or keep yours and use it as your own "
-                              "(storage.kind: none with the same job.checkpoint.path)")
     if not _confirm(env, f"Create {plan.name} and start training?", yes):
         return _status_obj(plan.name, plan.cloud, "Pending", "not confirmed; nothing created")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections.abc as abc
 import importlib
+import importlib.util
 import typing
 from enum import Enum
 from functools import lru_cache
@@ -32,12 +33,18 @@ def args_class(typ: str, package: str) -> type | None:
     if len(parts) != 3:
         return None
     path = parts[1].split("/")
-    for mod in dict.fromkeys([".".join(path), path[0]]):   # core/v1 -> core.v1; eks/cluster -> eks
+    # eks/cluster -> the eks package; core/v1 -> the core.v1 package. Never the module file
+    # itself (pulumi_aws.eks.cluster): importing it first leaves the package without its
+    # star-imported classes (its __init__ runs while that module is half made).
+    for mod in dict.fromkeys([path[0], ".".join(path)]):
+        name = f"{package}.{mod}"
         try:
-            m = importlib.import_module(f"{package}.{mod}")
+            if mod != path[0] and not getattr(importlib.util.find_spec(name), "submodule_search_locations", None):
+                continue
+            m = importlib.import_module(name)
         except ImportError:
             continue
-        for suffix in ("Args", "InitArgs"):
+        for suffix in ("InitArgs", "Args"):   # pulumi_kubernetes names its resource inputs InitArgs
             cls = getattr(m, parts[2] + suffix, None)
             if _is_input_type(cls):
                 return cls

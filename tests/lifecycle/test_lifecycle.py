@@ -315,16 +315,3 @@ def test_up_shows_what_needs_a_person_before_creating_anything(world, plan):
     assert "needs a person first" in text and "Service Quotas" in text and "vCPU" in text
     assert st.state == "Pending" and not world.cloud.created
 
-
-def test_storage_that_exists_and_is_not_ours_stops_up_before_anything(world, plan):
-    """A bucket the stack would create but the user already has (S3 answers 200 in us-east-1
-    and the stack would adopt it): exit 2 before confirmation and before any resource, so
-    `down` can never delete it (issue 41 §1, the stacks' side)."""
-    asked = []
-    env = world.env(foreign_storage=lambda p: ["s3://precious already exists, made by no "
-                                                "reclaunch cluster"],
-                    confirm=lambda q: asked.append(q) or True)
-    with pytest.raises(UsageError, match="refusing to start: s3://precious already exists") as exc:
-        lifecycle.up(plan, env)
-    assert "storage.kind: none" in exc.value.hint
-    assert not world.cloud.created and not world.infra.attempts and not asked

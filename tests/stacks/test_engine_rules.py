@@ -126,3 +126,19 @@ def test_a_type_token_finds_its_sdk_input_type(typ, module):
     pkg = module.split(".")[0]
     cls = args_class(typ, pkg)
     assert cls is not None and cls.__module__.startswith(module)
+
+
+def test_looking_up_an_input_type_leaves_the_sdk_package_whole():
+    """A fresh interpreter: finding aws:eks/cluster:Cluster's input type first must not import
+    the module file pulumi_aws.eks.cluster ahead of its package (which would leave
+    pulumi_aws.eks without its classes for the stack program that runs next)."""
+    import subprocess
+    import sys
+
+    code = ("from reclaunch.runtime.sdk_enums import args_class\n"
+            "assert args_class('aws:eks/cluster:Cluster', 'pulumi_aws').__name__ == 'ClusterArgs'\n"
+            "assert args_class('kubernetes:core/v1:Namespace', 'pulumi_kubernetes').__name__ == "
+            "'NamespaceInitArgs'\n"
+            "import pulumi_aws.eks\nprint(pulumi_aws.eks.Cluster.__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "Cluster", out.stderr[-2000:]

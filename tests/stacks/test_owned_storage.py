@@ -89,3 +89,31 @@ def test_owned_storage_catches_what_would_delete_or_rewrite_the_users_bucket(pre
     binding = {**member, "type": "gcp:storage/bucketIAMBinding:BucketIAMBinding"}
     assert any("BucketIAMBinding replaces the bucket's other grants" in f
                for f in check(gplan, [*gres, binding]))
+
+
+def test_up_refuses_a_bucket_it_would_take_over_before_anything_exists(s3):  # noqa: F811
+    """`up` of storage.kind: bucket naming a bucket the user already has, in us-east-1 where S3
+    would answer the create with 200: exit 2 before the engine runs; the objects stay."""
+    from reclaunch.errors import UsageError
+    from reclaunch.providers import aws
+    from reclaunch.runtime.infra import Infra
+
+    class NoEngine(Infra):
+        ran: list = []
+
+        def check(self):
+            pass
+
+        def up(self, plan, on_event=None):   # pragma: no cover - must never be reached
+            self.ran.append(plan.name)
+            return {}
+
+    _bucket(s3, "acme-ckpt")
+    plan = bucket_plan("aws")
+    assert plan.region == "us-east-1"
+    engine = NoEngine()
+    with pytest.raises(UsageError, match="refusing to start: s3://acme-ckpt already exists, "
+                       "made by no reclaunch cluster") as exc:
+        aws.provider(infra=engine).up(plan)
+    assert "storage.kind: none" in exc.value.hint and not engine.ran
+    assert s3.keys("acme-ckpt") == ["datasets/a.parquet", "models/b.pt"]
