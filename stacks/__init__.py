@@ -67,11 +67,7 @@ def manual_prerequisites(plan) -> list[str]:
     """What a person must do before `up` on this cloud (quotas, feature registrations,
     reservations bought); `up` prints these before it creates anything."""
     pkg = facts(plan.cloud)
-    if not pkg:
-        return []
-    from stacks import versions   # an add-on pin holding the cluster on an older minor
-
-    return [*pkg.manual_prerequisites(plan), *versions.person_lines(plan)]
+    return pkg.manual_prerequisites(plan) if pkg else []
 
 
 def job_placement(plan) -> dict:

@@ -110,8 +110,9 @@ def held_back(plan: "Plan", chosen: str, offered: Iterable[str]) -> list[str]:
 
 
 def person_lines(plan: "Plan") -> list[str]:
-    """held_back() for the minor the dated table gives (what plan and `up --dry-run` show; `up`
-    says the same of the cloud's own answer, reclaunch/providers/versions.py)."""
+    """held_back() for the minor the dated table gives: `up --dry-run` and `up` list it with
+    what needs a person, and `up` warns the same of the cloud's own answer
+    (reclaunch/providers/versions.py)."""
     cloud = table()["clouds"].get(plan.cloud)
     if not cloud:
         return []

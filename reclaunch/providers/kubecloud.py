@@ -139,12 +139,14 @@ class KubeCloudProvider:
         return resolve(plan, offered, where=f"{self.cloud.name} in {plan.region}")
 
     def _prerequisites(self, plan: "Plan") -> list[str]:
+        from stacks.versions import person_lines   # an add-on pin holding the minor back
+
         if not self.cloud.prerequisites:
-            return _prerequisites(plan)
+            return [*_prerequisites(plan), *person_lines(plan)]
         import importlib
 
         mod, _, fn = self.cloud.prerequisites.partition(":")
-        return getattr(importlib.import_module(mod), fn)(plan)
+        return [*getattr(importlib.import_module(mod), fn)(plan), *person_lines(plan)]
 
     def _foreign_storage(self, plan: "Plan") -> list[str]:
         if not self.cloud.foreign_storage:
