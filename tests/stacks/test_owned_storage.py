@@ -13,7 +13,7 @@ from reclaunch.tags import CLUSTER_TAG
 from stacks.policy import check
 from tests.moto_s3 import s3  # noqa: F401 (fixture)
 
-from .test_stacks_bucket import bucket_plan
+from .test_stacks_bucket import bucket_plan, previews  # noqa: F401 (fixture)
 
 
 def _bucket(s3, name, tags=None, objects=("datasets/a.parquet", "models/b.pt")):
@@ -41,21 +41,6 @@ def test_an_s3_bucket_the_stack_would_create_must_not_belong_to_anyone_else(s3):
     assert foreign(plan, s3.client) == []             # ours, from an earlier `up`: a re-run
     assert s3.keys("acme-ckpt") == ["datasets/a.parquet", "models/b.pt"]   # never touched
     assert foreign(bucket_plan("aws", kind="none"), s3.client) == []   # the user's own: no bucket made
-
-
-@pytest.fixture(scope="module")
-def previews():
-    from reclaunch.providers import preview_plan
-
-    cache = {}
-
-    def get(cloud, **kw):
-        key = (cloud, tuple(sorted(kw.items())))
-        if key not in cache:
-            plan = bucket_plan(cloud, **kw)
-            cache[key] = (plan, preview_plan(plan))
-        return cache[key]
-    return get
 
 
 # A container of the user's names its account (the stack makes none to hold it).
