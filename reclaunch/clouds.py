@@ -39,11 +39,10 @@ DNS_1035 = (r"[a-z]([-a-z0-9]*[a-z0-9])?",
             "Kubernetes Service and GCP resource names are made from it)")
 
 
-# The records below are NamedTuples, not frozen dataclasses: as immutable, read the same way
-# (attributes, keywords, defaults, ==, repr), and each class costs ~4x less to define (a
-# frozen dataclass compiles six methods; every command that loads the registry paid ~15 M
-# instructions for these three, 2026-12-01). Without `from __future__ import annotations`
-# here: NamedTuple would compile every string annotation as a ForwardRef.
+# The records below are NamedTuples: immutable, read by attribute or keyword, with defaults,
+# == and repr, and defined without compiling the methods a frozen dataclass adds (every
+# command loads the registry). Without `from __future__ import annotations` here: NamedTuple
+# would compile every string annotation as a ForwardRef.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 

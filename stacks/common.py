@@ -35,7 +35,7 @@ FABRIC_GROUP_LABEL = "reclaunch.io/fabric-group"
 # checkout path when running `pulumi up` straight from stacks/<cloud>/ without an install.
 def _addons_file() -> Path:
     checkout = Path(__file__).resolve().parent.parent / "k8s" / "addons.yaml"
-    if checkout.is_file():   # a checkout or editable install: no importlib.resources (~7 ms)
+    if checkout.is_file():   # a checkout or editable install: no importlib.resources import
         return checkout
     try:
         from importlib import resources
