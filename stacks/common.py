@@ -227,15 +227,16 @@ def addons_for(plan: "Plan", *, include_managed: bool = False) -> list[dict[str,
 def addon_facts(plan: "Plan") -> list[dict[str, Any]]:
     """Contract 3: per add-on on this cluster (installed or cloud-managed), what it advertises
     and where its pods can run: {name, advertises, node_selector, node_selector_in,
-    node_selector_exists, tolerations}."""
+    node_selector_exists, tolerations, requests} (requests: one DaemonSet pod's, {} if none)."""
     return [{"name": a["name"], "advertises": list(a.get("advertises", [])),
              "node_selector": dict(a.get("node_selector", {})),
              "node_selector_in": {k: list(v) for k, v in a.get("node_selector_in", {}).items()},
              "node_selector_exists": list(a.get("node_selector_exists", [])),
-             "tolerations": [dict(t) for t in a.get("tolerations", [])]}
+             "tolerations": [dict(t) for t in a.get("tolerations", [])],
+             "requests": {k: str(v) for k, v in (a.get("requests") or {}).items()}}
             for a in addons_for(plan, include_managed=True)
             if any(k in a for k in ("advertises", "tolerations", "node_selector",
-                                    "node_selector_in", "node_selector_exists"))]
+                                    "node_selector_in", "node_selector_exists", "requests"))]
 
 
 def addon_selects(addon: dict[str, Any], labels: dict[str, str]) -> list[str]:
