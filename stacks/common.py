@@ -115,6 +115,22 @@ class NodePool:
     cloud_name: str = ""             # the pool's name in the cloud (ASG / agent pool / node pool)
 
 
+def node_template(plan: "Plan", pool: NodePool) -> dict[str, str]:
+    """{cpu, memory} one node of GPU pool `pool` will advertise as allocatable (the node model,
+    reclaunch/catalog/node.py, with the pool's hugepages): what the cluster autoscaler's
+    scale-from-zero template must say. It takes the template's figures as the node's
+    allocatable and subtracts the DaemonSets itself; left at the instance's nominal RAM it
+    would add GPU nodes for a pod that no real node of the pool can hold."""
+    from reclaunch.catalog.node import MIB, node_model
+    from reclaunch.spec.units import parse_size
+
+    huge = {k: parse_size(v) for k, v in pool.hugepages.items()}
+    alloc = node_model(plan.cloud, pool.instance_type, plan.offer.vcpus, plan.offer.ram_gib,
+                       huge).allocatable()
+    return {"cpu": f"{math.floor(alloc['cpu'] * 1000)}m",
+            "memory": f"{math.floor(alloc['memory'] / MIB)}Mi"}
+
+
 def taint_str(t: dict[str, str]) -> str:
     """`key=value:Effect`, the kubelet / AKS notation."""
     return f"{t['key']}={t['value']}:{t['effect']}"
