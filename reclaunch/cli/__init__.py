@@ -206,6 +206,7 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
     if not out_dir:   # printed: secret-looking values redacted (secrets.py); --out writes them
         click.echo(to_yaml(redacted(objs + pre[-1:])), nl=False)
         _claim_note(spec, with_storage)
+        _fit_or_exit(the_plan, objs, file)
         return
     private = holds_user_env(the_plan)   # files that may hold job.env values: owner-only
     # Two folders: `kubectl apply -f DIR` must not start the preflight beside the training
@@ -238,6 +239,17 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
                    f"(`kubectl apply -f {out}` applies them too): " + ", ".join(stale[:5])
                    + (" ..." if len(stale) > 5 else ""), err=True)
     _claim_note(spec, with_storage)
+    _fit_or_exit(the_plan, objs, file)
+
+
+def _fit_or_exit(plan, objs, file: str) -> None:
+    """Exit 1 (after the manifests are out) when a pod may not fit a modelled node: the check
+    `up` refuses on and `preview` reports, run here without any SDK."""
+    from reclaunch.cli.dryrun import pods_fit
+    from reclaunch.manifests.launch import launch_of
+
+    if not pods_fit(plan, launch_of(plan, objs), file):
+        sys.exit(1)
 
 
 def _claim_note(spec, with_storage: bool = False) -> None:
