@@ -166,6 +166,9 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
         echo(plan_view.render_plan(the_plan, bold=bold))
         for line in person_lines(needs_a_person(the_plan)):   # the list `up` shows, before `up`
             echo(line)
+        if not the_plan.spec.runs_here:   # plan renders no pods: it says where the check runs
+            echo(f"pods on nodes: not checked by plan; `reclaunch up {file} --dry-run` "
+                 "(or render, preview) checks them")
         if rows is not None:
             echo(plan_view.render_compare(rows, top=top or None, bold=bold))
     if not the_plan.memory.fits:

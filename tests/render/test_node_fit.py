@@ -149,3 +149,16 @@ def test_render_and_dry_run_stop_on_a_pod_that_may_not_fit(monkeypatch, verb):
     assert "criteo-deepfm/worker (training) may not fit the modelled node:" in res.output
     assert "memory: requests" in res.output and "Traceback" not in res.output
     assert "PyTorchJob" in res.output or "pytorchjob" in res.output.lower()
+
+
+def test_plan_says_where_the_pod_check_runs():
+    """plan renders no pods (its start-up stays small): it says plainly that it did not check
+    them and which command does."""
+    from click.testing import CliRunner
+
+    from reclaunch.cli import cli
+
+    res = CliRunner().invoke(cli, ["plan", "examples/aws-deepfm-p4d.yaml"])
+    assert res.exit_code == 0, res.output
+    assert ("pods on nodes: not checked by plan; `reclaunch up examples/aws-deepfm-p4d.yaml "
+            "--dry-run` (or render, preview) checks them") in res.output
