@@ -6,24 +6,16 @@ hugepages (one fact); and render / up --dry-run run the check `up` refuses on.
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import lru_cache
 
 import pytest
 
-from reclaunch.catalog import load_catalog
 from reclaunch.catalog.node import GIB
 from reclaunch.manifests.apiserver import quantity
 from reclaunch.manifests.job import REQUEST_SHARE, render
 from reclaunch.manifests.nodes import job_node, pool_node
 from reclaunch.manifests.placement import for_plan
 from reclaunch.manifests.stackfacts import node_pools
-from reclaunch.planner import make_plan
-from reclaunch.spec import parse_spec
-
-
-@lru_cache(maxsize=1)
-def catalog():
-    return load_catalog()
+from tests.render.test_launch_fit import catalog, combo_plan
 
 
 def gpu_instances():
@@ -36,31 +28,6 @@ def gpu_instances():
             for (c, it), o in sorted(seen.items())]
 
 
-BUCKET = {"aws": "s3://ckpt/fit", "gcp": "gs://ckpt/fit", "azure": "az://ckpt/fit"}
-
-
-def plan_of(cloud, instance, region, gpus, spot, nodes):
-    # a spot-only type (purchase flex-start or spot) checkpoints to a bucket
-    ckpt = f"\n  checkpoint: {{path: {BUCKET[cloud]}}}" if spot else ""
-    text = f"""
-name: fit-{instance.lower().replace('_', '-').replace('.', '-')[:30]}
-cloud: {cloud}
-region: {region}
-nodes: {nodes}
-gpus_per_node: {gpus}
-instance_type: {instance}
-spot: {{enabled: {str(spot).lower()}}}
-autoscaling: {{min_nodes: 1, max_nodes: {nodes}}}
-job:
-  image: registry.example/train:1
-  command: [python, /app/train.py]
-  batch_size: 1024
-  dataset: {{samples: 1e8}}{ckpt}
-model: {{preset: dlrm}}
-"""
-    return make_plan(parse_spec(text, "fit.yaml"), catalog())
-
-
 def training_container(plan):
     job = next(o for o in render(plan) if o["kind"] == "PyTorchJob")
     spec = next(iter(job["spec"]["pytorchReplicaSpecs"].values()))["template"]["spec"]
@@ -70,7 +37,9 @@ def training_container(plan):
 @pytest.mark.parametrize("nodes", [1, 2, 8])
 @pytest.mark.parametrize("cloud,instance,region,gpus,spot", gpu_instances())
 def test_the_training_pod_fits_the_modelled_node(cloud, instance, region, gpus, spot, nodes):
-    plan = plan_of(cloud, instance, region, gpus, spot, nodes)
+    # the combination specs of test_launch_fit: each cloud's file system, so a spot-only type
+    # checkpoints where every node mounts
+    plan = combo_plan(cloud, instance, region, gpus, spot, nodes=nodes)
     rows = for_plan(plan, catalog())
     assert [(r["pod"], r["reasons"]) for r in rows if not r["fits"]] == []
     assert {r["role"] for r in rows} >= {"training", "preflight"}
@@ -111,7 +80,7 @@ def test_pods_and_pools_take_hugepages_from_one_fact(monkeypatch, instance, node
     (stacks.fabric_facts.fabric_profile), and the pod fits either way."""
     with_hugepages(monkeypatch)
     region = catalog().instance("aws", instance).region
-    plan = plan_of("aws", instance, region, 8, False, nodes)
+    plan = combo_plan("aws", instance, region, 8, False, nodes=nodes)
     res = training_container(plan)["resources"]
     pod = {k: v for k, v in res["limits"].items() if k.startswith("hugepages-")}
     pools = [p for p in node_pools(plan) if p.role == "gpu"]
@@ -123,7 +92,7 @@ def test_pods_and_pools_take_hugepages_from_one_fact(monkeypatch, instance, node
 def test_a_pod_above_the_modelled_node_is_named_with_its_numbers(monkeypatch):
     monkeypatch.setattr("reclaunch.manifests.job.REQUEST_SHARE", Fraction(11, 10))
     region = catalog().instance("aws", "p5.48xlarge").region
-    plan = plan_of("aws", "p5.48xlarge", region, 8, False, 2)
+    plan = combo_plan("aws", "p5.48xlarge", region, 8, False, nodes=2)
     bad = [r for r in for_plan(plan, catalog()) if not r["fits"]]
     assert [r["pod"] for r in bad] == [f"{plan.name}/master", f"{plan.name}/worker"]
     assert any("memory: requests" in why and "Gi allocatable" in why
