@@ -93,8 +93,9 @@ class CloudFacts(NamedTuple):
     spot_tolerations: tuple[Mapping[str, str], ...] = ()   # taints its managed spot pools carry
     # Node label -> {value: "spot" | "on-demand"}: how a node says what capacity it is.
     capacity_labels: Mapping[str, Mapping[str, str]] = _EMPTY
-    # Kubelet reserve of its managed nodes (manifests/allocatable.py evaluates it) and the
-    # system-pool machine shapes {type: (vcpus, GiB)} its stack uses.
+    # Node model of its managed nodes (catalog/node.py evaluates it: capacity overhead, kubelet
+    # reserves, eviction threshold, max pods) and the system-pool machine shapes
+    # {type: (vcpus, GiB)} its stack uses.
     allocatable: Mapping[str, Any] | None = None
     system_shapes: Mapping[str, tuple[int, float]] = _EMPTY
     # planner.yaml's per-cloud numbers: reclaim_rate_per_node_hour, control_plane_usd_per_hour,
