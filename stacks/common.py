@@ -35,7 +35,7 @@ FABRIC_GROUP_LABEL = "reclaunch.io/fabric-group"
 # checkout path when running `pulumi up` straight from stacks/<cloud>/ without an install.
 def _addons_file() -> Path:
     checkout = Path(__file__).resolve().parent.parent / "k8s" / "addons.yaml"
-    if checkout.is_file():   # a checkout or editable install: no importlib.resources (~7 ms)
+    if checkout.is_file():   # a checkout or editable install: no importlib.resources import
         return checkout
     try:
         from importlib import resources
@@ -113,6 +113,22 @@ class NodePool:
     # {"hugepages-2Mi": "5120Mi"}; they come out of allocatable memory.
     hugepages: dict[str, str] = field(default_factory=dict)
     cloud_name: str = ""             # the pool's name in the cloud (ASG / agent pool / node pool)
+
+
+def node_template(plan: "Plan", pool: NodePool) -> dict[str, str]:
+    """{cpu, memory} one node of GPU pool `pool` will advertise as allocatable (the node model,
+    reclaunch/catalog/node.py, with the pool's hugepages): what the cluster autoscaler's
+    scale-from-zero template must say. It takes the template's figures as the node's
+    allocatable and subtracts the DaemonSets itself; left at the instance's nominal RAM it
+    would add GPU nodes for a pod that no real node of the pool can hold."""
+    from reclaunch.catalog.node import MIB, node_model
+    from reclaunch.spec.units import parse_size
+
+    huge = {k: parse_size(v) for k, v in pool.hugepages.items()}
+    alloc = node_model(plan.cloud, pool.instance_type, plan.offer.vcpus, plan.offer.ram_gib,
+                       huge).allocatable()
+    return {"cpu": f"{math.floor(alloc['cpu'] * 1000)}m",
+            "memory": f"{math.floor(alloc['memory'] / MIB)}Mi"}
 
 
 def taint_str(t: dict[str, str]) -> str:
@@ -227,15 +243,16 @@ def addons_for(plan: "Plan", *, include_managed: bool = False) -> list[dict[str,
 def addon_facts(plan: "Plan") -> list[dict[str, Any]]:
     """Contract 3: per add-on on this cluster (installed or cloud-managed), what it advertises
     and where its pods can run: {name, advertises, node_selector, node_selector_in,
-    node_selector_exists, tolerations}."""
+    node_selector_exists, tolerations, requests} (requests: one DaemonSet pod's, {} if none)."""
     return [{"name": a["name"], "advertises": list(a.get("advertises", [])),
              "node_selector": dict(a.get("node_selector", {})),
              "node_selector_in": {k: list(v) for k, v in a.get("node_selector_in", {}).items()},
              "node_selector_exists": list(a.get("node_selector_exists", [])),
-             "tolerations": [dict(t) for t in a.get("tolerations", [])]}
+             "tolerations": [dict(t) for t in a.get("tolerations", [])],
+             "requests": {k: str(v) for k, v in (a.get("requests") or {}).items()}}
             for a in addons_for(plan, include_managed=True)
             if any(k in a for k in ("advertises", "tolerations", "node_selector",
-                                    "node_selector_in", "node_selector_exists"))]
+                                    "node_selector_in", "node_selector_exists", "requests"))]
 
 
 def addon_selects(addon: dict[str, Any], labels: dict[str, str]) -> list[str]:

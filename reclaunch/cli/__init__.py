@@ -166,6 +166,9 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
         echo(plan_view.render_plan(the_plan, bold=bold))
         for line in person_lines(needs_a_person(the_plan)):   # the list `up` shows, before `up`
             echo(line)
+        if not the_plan.spec.runs_here:   # plan renders no pods: it says where the check runs
+            echo(f"pods on nodes: not checked by plan; `reclaunch up {file} --dry-run` "
+                 "(or render, preview) checks them")
         if rows is not None:
             echo(plan_view.render_compare(rows, top=top or None, bold=bold))
     if not the_plan.memory.fits:
@@ -206,6 +209,7 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
     if not out_dir:   # printed: secret-looking values redacted (secrets.py); --out writes them
         click.echo(to_yaml(redacted(objs + pre[-1:])), nl=False)
         _claim_note(spec, with_storage)
+        _fit_or_exit(the_plan, objs, file)
         return
     private = holds_user_env(the_plan)   # files that may hold job.env values: owner-only
     # Two folders: `kubectl apply -f DIR` must not start the preflight beside the training
@@ -238,6 +242,17 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
                    f"(`kubectl apply -f {out}` applies them too): " + ", ".join(stale[:5])
                    + (" ..." if len(stale) > 5 else ""), err=True)
     _claim_note(spec, with_storage)
+    _fit_or_exit(the_plan, objs, file)
+
+
+def _fit_or_exit(plan, objs, file: str) -> None:
+    """Exit 1 (after the manifests are out) when a pod may not fit a modelled node: the check
+    `up` refuses on and `preview` reports, run here without any SDK."""
+    from reclaunch.cli.dryrun import pods_fit
+    from reclaunch.manifests.launch import launch_of
+
+    if not pods_fit(plan, launch_of(plan, objs), file):
+        sys.exit(1)
 
 
 def _claim_note(spec, with_storage: bool = False) -> None:

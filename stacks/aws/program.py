@@ -164,7 +164,11 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
     """Discovery tags plus the node template the cluster autoscaler reads when a group is at
     zero (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md,
     "Auto-Discovery Setup"): every label and taint the nodes register with, and the extended
-    resources and huge pages a job requests, else a pool at zero never scales up for it."""
+    resources and huge pages a job requests, else a pool at zero never scales up for it.
+    cpu and memory: aws_manager.go buildNodeFromTemplate takes the instance's nominal figures
+    as capacity and allocatable alike ("TODO: use proper allocatable!!") unless a resources
+    tag overrides them, so the tags carry what the kubelet will report (stacks.common
+    .node_template), the figures the render sized the pod from."""
     template = "k8s.io/cluster-autoscaler/node-template"
     out = {**tags, "Name": pool.cloud_name, "reclaunch-pool": pool.name,
            "k8s.io/cluster-autoscaler/enabled": "true",
@@ -173,6 +177,7 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
            **{f"{template}/label/{k}": v for k, v in pool.labels.items()},
            **{f"{template}/taint/{t['key']}": f"{t['value']}:{t['effect']}" for t in pool.taints},
            f"{template}/resources/nvidia.com/gpu": str(plan.gpus_per_node),
+           **{f"{template}/resources/{k}": v for k, v in c.node_template(plan, pool).items()},
            # aws-node-termination-handler acts only on instances with its managed tag.
            **({interruption.managed_tag(plan): ""} if interruption.wanted(plan) else {}),
            **{f"{template}/resources/{k}": v for k, v in pool.hugepages.items()}}
