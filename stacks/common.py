@@ -348,14 +348,11 @@ def _merge(base: dict, over: dict) -> dict:
 
 
 class JobNamespace:
-    """The job's Namespace, registered on first use and then shared: the data volume and the
-    trainer's ServiceAccount both live in it, and the engine refuses a second resource named
-    `<name>-ns` (a duplicate URN). render applies the same Namespace later (server-side apply
-    shares it)."""
+    """The job's Namespace, registered once and shared by the data volume and the trainer's
+    ServiceAccount: the engine refuses a second `<name>-ns` (a duplicate URN)."""
 
     def __init__(self, k8s: Any, pulumi: Any, plan: "Plan", provider: Any):
-        self._args = (k8s, pulumi, plan, provider)
-        self._ns: Any = None
+        self._args, self._ns = (k8s, pulumi, plan, provider), None
 
     def get(self) -> Any:
         if self._ns is None:
@@ -372,7 +369,6 @@ def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, namespace
     """A static PV + PVC `<name>-data` in the job namespace for the file system we made."""
     opts = pulumi.ResourceOptions(provider=provider, depends_on=depends_on or [])
     meta_labels = tags(plan)
-    ns = namespace.get()
     pv_name = name(plan, "data")
     pv = k8s.core.v1.PersistentVolume(pv_name, metadata={"name": pv_name, "labels": meta_labels},
         spec={"capacity": {"storage": f"{capacity_gib}Gi"}, "accessModes": ["ReadWriteMany"],
@@ -383,7 +379,7 @@ def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, namespace
         "name": pv_name, "namespace": plan.spec.namespace, "labels": meta_labels},
         spec={"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv_name,
               "resources": {"requests": {"storage": f"{capacity_gib}Gi"}}},
-        opts=pulumi.ResourceOptions(provider=provider, depends_on=[ns, pv]))
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace.get(), pv]))
 
 
 def cephfs_storage_class(k8s: Any, pulumi: Any, plan: "Plan", provider: Any) -> Any:
