@@ -347,14 +347,28 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, driver: str,
-                handle: Any, capacity_gib: int, attributes: dict | None = None,
+class JobNamespace:
+    """The job's Namespace, registered once and shared by the data volume and the trainer's
+    ServiceAccount: the engine refuses a second `<name>-ns` (a duplicate URN)."""
+
+    def __init__(self, k8s: Any, pulumi: Any, plan: "Plan", provider: Any):
+        self._args, self._ns = (k8s, pulumi, plan, provider), None
+
+    def get(self) -> Any:
+        if self._ns is None:
+            k8s, pulumi, plan, provider = self._args
+            self._ns = k8s.core.v1.Namespace(
+                name(plan, "ns"), metadata={"name": plan.spec.namespace, "labels": tags(plan)},
+                opts=pulumi.ResourceOptions(provider=provider))
+        return self._ns
+
+
+def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, namespace: JobNamespace,
+                driver: str, handle: Any, capacity_gib: int, attributes: dict | None = None,
                 depends_on: list | None = None) -> Any:
     """A static PV + PVC `<name>-data` in the job namespace for the file system we made."""
     opts = pulumi.ResourceOptions(provider=provider, depends_on=depends_on or [])
     meta_labels = tags(plan)
-    ns = k8s.core.v1.Namespace(name(plan, "ns"), metadata={"name": plan.spec.namespace,
-                                                          "labels": meta_labels}, opts=opts)
     pv_name = name(plan, "data")
     pv = k8s.core.v1.PersistentVolume(pv_name, metadata={"name": pv_name, "labels": meta_labels},
         spec={"capacity": {"storage": f"{capacity_gib}Gi"}, "accessModes": ["ReadWriteMany"],
@@ -365,7 +379,7 @@ def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, driver: s
         "name": pv_name, "namespace": plan.spec.namespace, "labels": meta_labels},
         spec={"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv_name,
               "resources": {"requests": {"storage": f"{capacity_gib}Gi"}}},
-        opts=pulumi.ResourceOptions(provider=provider, depends_on=[ns, pv]))
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace.get(), pv]))
 
 
 def cephfs_storage_class(k8s: Any, pulumi: Any, plan: "Plan", provider: Any) -> Any:

@@ -9,15 +9,21 @@ import click
 from reclaunch.cli.base import _load
 
 
-def needs_a_person(plan) -> list[str]:
+def needs_a_person(plan, *, pins: bool = False) -> list[str]:
     """The same list `up` prints before it creates anything: stacks.manual_prerequisites,
     which providers.kubecloud._prerequisites hands to the lifecycle (imported directly here:
-    kubecloud costs `plan` start-up time); [] for cloud: local."""
+    kubecloud costs `plan` start-up time); [] for cloud: local. `pins`: also an add-on pin
+    holding the Kubernetes minor back (stacks.versions, which `plan` never imports: it reads
+    the add-on and version tables)."""
     if plan.spec.runs_here:
         return []
     from stacks import manual_prerequisites
 
-    return manual_prerequisites(plan)
+    if not pins:
+        return manual_prerequisites(plan)
+    from stacks.versions import person_lines
+
+    return [*manual_prerequisites(plan), *person_lines(plan)]
 
 
 def pods_fit(plan, launch, file: str) -> bool:
@@ -91,7 +97,7 @@ def _dry_run_objects(plan, launch, file: str, output: str, out_dir: str | None) 
     body = object_lines(list(launch.objects), launch.job)
     body.append("  (after a capacity fallback, other zones or on-demand, `up` rebuilds these "
                 "from the provisioned plan)")
-    click.echo(dry_run_text(plan, needs_a_person(plan), body, file), nl=False)
+    click.echo(dry_run_text(plan, needs_a_person(plan, pins=True), body, file), nl=False)
 
 
 def _write_or_echo(out_dir: str | None, files: dict[str, str], private: bool = False) -> None:

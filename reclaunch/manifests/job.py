@@ -34,10 +34,11 @@ from reclaunch.spec.facts import MOUNTED_STORAGE, STACK_PROVISIONED  # noqa: E40
 TTL_AFTER_FINISHED = 24 * 3600               # keep finished pods' logs for a day
 
 
-def spot_tolerations() -> tuple[dict, ...]:
-    """Taints managed node pools put on spot capacity (each cloud's facts, spot_tolerations);
-    tolerating an absent taint is harmless, so one list serves every cloud."""
-    return tuple(dict(t) for f in clouds.all_facts() for t in f.spot_tolerations)
+def spot_tolerations(plan: "Plan") -> tuple[dict, ...]:
+    """Taints this cloud's managed node pools put on spot capacity (its facts'
+    spot_tolerations), and no other cloud's: a pod tolerating taints its cluster never sets
+    tells a reader (and a policy) the wrong thing about where it may land."""
+    return tuple(dict(t) for t in clouds.get(plan.cloud).spot_tolerations)
 
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -280,7 +281,7 @@ def _placement(plan: "Plan") -> tuple[dict[str, str], list[dict[str, Any]]]:
     node_selector.update(extra["node_selector"])
     tolerations = [dict(GPU_TOLERATION)]
     if plan.spot:
-        tolerations.extend(spot_tolerations())
+        tolerations.extend(spot_tolerations(plan))
     tolerations += [t for t in extra["tolerations"] if t not in tolerations]
     return node_selector, tolerations
 

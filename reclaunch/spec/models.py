@@ -175,6 +175,9 @@ class Checkpoint(BaseModel):
         "A path on the storage mount, or a bucket URL (s3://BUCKET/PREFIX, gs://, az://, "
         "abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX): spot then needs no file system"))
     every_minutes: Float = Field(15, gt=0, le=7 * 24 * 60)
+    # Off unless asked: a run paused for longer must still find its checkpoints (the trainer
+    # itself deletes superseded steps, keeping the newest few).
+    expire_days: Int | None = Field(None, ge=1, le=36500)
 
 
 class Dataset(BaseModel):

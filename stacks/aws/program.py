@@ -186,6 +186,15 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
     return out
 
 
+def provision_time() -> str:
+    """--max-node-provision-time: the plan's own figure (planner/data/startup.yaml, aws
+    provision_timeout), so the plan's notes and the autoscaler wait the same time."""
+    from reclaunch.planner.startup import provision_timeout
+
+    seconds, _ = provision_timeout("aws")
+    return f"{int(seconds // 60)}m" if seconds % 60 == 0 else f"{int(seconds)}s"
+
+
 def _autoscaler_policy(plan: "Plan", account: str) -> str:
     arns = [f"arn:aws:autoscaling:{plan.region}:{account}:autoScalingGroup:*:"
             f"autoScalingGroupName/{p.cloud_name}" for p in node_pools(plan) if p.role == "gpu"]
@@ -304,6 +313,7 @@ def program(plan: "Plan") -> None:
     installed = c.install_addons(k8s, pulumi, plan, provider, depends_on=[system], values={
         "cluster-autoscaler": {"autoDiscovery": {"clusterName": c.name(plan)},
                                "awsRegion": plan.region, "expanderPriorities": priorities,
+                               "extraArgs": {"max-node-provision-time": provision_time()},
                                "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}},
         facts=lambda a: versions.pinned_facts(a, k8s_version))
 
@@ -312,13 +322,14 @@ def program(plan: "Plan") -> None:
         installed["aws-node-termination-handler"] = interruption.install(
             aws, pulumi, k8s, plan, tags=tags, cluster=cluster, groups=groups,
             provider=provider, role=nth_role, depends_on=[system], account=account)
+    ns = c.JobNamespace(k8s, pulumi, plan, provider)
     storage_id = _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
-                          kms, provider, list(installed.values()))
+                          kms, provider, list(installed.values()), ns)
     if identity.grants(plan):   # checkpoints in S3: the job's own Pod Identity (bucket.py)
         trainer_role = _role(aws, pulumi, plan, "trainer-role", "pods.eks.amazonaws.com", [], tags)
         storage_id = s3bucket.bucket_and_identity(
             aws, pulumi, k8s, plan, tags=tags, kms=kms, cluster=cluster, provider=provider,
-            role=trainer_role, depends_on=[system]) or storage_id
+            namespace=ns, role=trainer_role, depends_on=[system]) or storage_id
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", cluster.name)
     pulumi.export("node_pools", [p.cloud_name for p in pools if p.role == "gpu"])
@@ -341,7 +352,7 @@ def _kubeconfig(endpoint: str, ca: str, cluster_name: str, region: str) -> str:
 
 
 def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, kms,
-             provider, addons):
+             provider, addons, ns):
     cluster_sg = cluster.vpc_config.cluster_security_group_id
     kind = plan.spec.storage.kind
     if kind == "cephfs":
@@ -366,7 +377,7 @@ def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, km
             security_group_ids=[sg.id], deployment_type="PERSISTENT_2",
             per_unit_storage_throughput=250, data_compression_type="LZ4",
             file_system_type_version="2.15", kms_key_id=kms.arn, tags=tags)
-        c.data_volume(k8s, pulumi, plan, provider, driver="fsx.csi.aws.com", handle=fs.id,
+        c.data_volume(k8s, pulumi, plan, provider, namespace=ns, driver="fsx.csi.aws.com", handle=fs.id,
                       capacity_gib=gib, depends_on=addons,
                       attributes={"dnsname": fs.dns_name, "mountname": fs.mount_name})
         return fs.id
@@ -378,7 +389,7 @@ def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, km
                             subnet_id=sn.id, security_groups=[sg.id])
     efs_csi = aws.eks.Addon(c.name(plan, "efs-csi"), cluster_name=cluster.name,
                             addon_name="aws-efs-csi-driver", tags=tags)
-    c.data_volume(k8s, pulumi, plan, provider, driver="efs.csi.aws.com", handle=fs.id,
+    c.data_volume(k8s, pulumi, plan, provider, namespace=ns, driver="efs.csi.aws.com", handle=fs.id,
                   capacity_gib=c.storage_gib(plan, 1024), depends_on=[efs_csi])
     return fs.id
 

@@ -214,11 +214,12 @@ def program(plan: "Plan") -> None:
         "labels": c.tags(plan)},
         data={"priorities": priorities}, opts=pulumi.ResourceOptions(provider=provider))
     installed = c.install_addons(k8s, pulumi, plan, provider)
+    ns = c.JobNamespace(k8s, pulumi, plan, provider)
     storage_id = storage(az, pulumi, k8s, plan, rg, vnet, subnet, nsg, tags, provider,
-                         list(installed.values()), lustre_subnet=LUSTRE_SUBNET)
+                         list(installed.values()), ns, lustre_subnet=LUSTRE_SUBNET)
     storage_id = blob.bucket_and_identity(   # checkpoints in Blob: the job's workload identity
         az, pulumi, k8s, plan, rg=rg, aks=aks, tags=tags, client=client, role_id=_role_id,
-        provider=provider, depends_on=list(installed.values())) or storage_id
+        provider=provider, namespace=ns, depends_on=list(installed.values())) or storage_id
 
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", aks.name)

@@ -34,6 +34,9 @@ def _calls(token: str, args: dict, region: str) -> dict:
                                                               "region": region},
         "gcp:organizations/getProject:getProject": {"projectId": "mock-project",
                                                     "number": "123456789012"},
+        # A bucket the user named (stacks/gcp/bucket.py reads its access mode before granting).
+        "gcp:storage/getBucket:getBucket": {"name": args.get("name"), "location": region.upper(),
+                                            "uniformBucketLevelAccess": True},
     }.get(token, {})
 
 
