@@ -179,11 +179,16 @@ class SweepReport:
         lines += [f"  FAILED  {f.orphan.label}: {f.reason}" for f in self.failed]
         lines += [f"  SKIPPED {f.orphan.label}: {f.reason}" for f in self.skipped]
         lines += [f"  PRESENT {o.label}" for o in self.still_present]
-        return "\n".join(lines)
+        from reclaunch.ui.text import visible
+        return "\n".join(visible(ln, keep_newlines=False, limit=2000) for ln in lines)
 
 
 def format_orphans(orphans: Iterable[Orphan]) -> list[str]:
-    rows = [(o.cluster, o.kind, o.name or o.id, o.id, o.region,
+    from reclaunch.ui.text import visible   # names and tags are anyone's text: no escapes pass
+
+    def cell(v: object) -> str:
+        return visible(v, keep_newlines=False, limit=120)
+    rows = [(cell(o.cluster), cell(o.kind), cell(o.name or o.id), cell(o.id), cell(o.region),
              "?" if o.hourly_usd is None else f"${o.hourly_usd:,.4f}/h") for o in orphans]
     if not rows:
         return []
