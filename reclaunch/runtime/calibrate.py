@@ -198,7 +198,20 @@ def save(cal: HostCalibration, path: Path | None = None) -> Path:
 # ------------------------------------------------------------------ running it
 
 def trainer_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "examples" / "trainer" / "train.py"
+    """The reference trainer: examples/trainer/train.py of a checkout, else the copy an
+    installed wheel carries as reclaunch._trainer (pyproject package-dir)."""
+    checkout = Path(__file__).resolve().parents[2] / "examples" / "trainer" / "train.py"
+    if checkout.is_file():
+        return checkout
+    try:
+        from importlib import resources
+
+        packaged = Path(str(resources.files("reclaunch._trainer").joinpath("train.py")))
+        if packaged.is_file():
+            return packaged
+    except ModuleNotFoundError:
+        pass
+    return checkout
 
 
 def run_reference(doc: dict[str, Any], trainer: Path, *, timeout: float = RUN_TIMEOUT_S) -> dict[str, Any]:
@@ -263,7 +276,8 @@ def calibrate(*, trainer: Path | None = None, batches=REFERENCE_BATCHES,
 
     from reclaunch.errors import MissingExtraError
 
-    trainer = trainer or trainer_path()
+    # Absolute: the runs start in a temporary directory, where a relative path names nothing.
+    trainer = (trainer or trainer_path()).resolve()
     if runner is None:
         if importlib.util.find_spec("torch") is None:
             raise MissingExtraError("torch", "local")
