@@ -111,7 +111,6 @@ def from_doc(doc: Any) -> HostCalibration:
     """host.json -> HostCalibration; ValueError naming the field that is wrong."""
     from reclaunch.planner.calibration import reference_spec
     from reclaunch.planner.records import MAX_SAMPLES_PER_S, when_of
-    from reclaunch.runtime.measurements import latest_plausible
 
     if not isinstance(doc, dict) or doc.get("version") != VERSION:
         raise ValueError(f"version: expected {VERSION}")
@@ -142,7 +141,7 @@ def from_doc(doc: Any) -> HostCalibration:
         if not isinstance(doc.get(k), str) or len(doc[k]) > 64:
             raise ValueError(f"{k}: expected a string")
     when = when_of(doc["measured_at"])
-    if when is None or when > latest_plausible():
+    if when is None or when > host.latest_plausible():
         raise ValueError("measured_at: expected an ISO 8601 time, not in the future")
     ident = doc.get("identity")
     if not isinstance(ident, dict) or len(ident) > 32 or len(json.dumps(ident)) > 4096:

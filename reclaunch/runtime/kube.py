@@ -57,13 +57,16 @@ def job_state(job: dict[str, Any] | None) -> str:
     """The JOB_STATES key for a PyTorchJob object (None: Missing)."""
     if job is None:
         return "Missing"
-    conds = (job.get("status") or {}).get("conditions") or []
-    true = [c for c in conds if str(c.get("status")) == "True" and c.get("type") in JOB_STATES]
+    st = job.get("status") if isinstance(job.get("status"), dict) else {}
+    conds = st.get("conditions") if isinstance(st.get("conditions"), list) else []
+    true = [c for c in conds if isinstance(c, dict) and str(c.get("status")) == "True"
+            and c.get("type") in JOB_STATES]
     if true:
         # The operator keeps older conditions; the newest True one is the state.
-        true.sort(key=lambda c: c.get("lastTransitionTime") or c.get("lastUpdateTime") or "")
+        true.sort(key=lambda c: str(c.get("lastTransitionTime") or c.get("lastUpdateTime") or ""))
         return true[-1]["type"]
-    return "Created" if job.get("metadata", {}).get("name") else "Unknown"
+    md = job.get("metadata")
+    return "Created" if isinstance(md, dict) and md.get("name") else "Unknown"
 
 
 def object_path(api_version: str, kind: str, name: str | None = None,
@@ -187,7 +190,11 @@ class Kube:
 
     def get(self, api_version: str, kind: str, name: str,
             namespace: str | None = None) -> dict[str, Any] | None:
-        return self._call("GET", object_path(api_version, kind, name, namespace), not_found_ok=True)
+        path = object_path(api_version, kind, name, namespace)
+        obj = self._call("GET", path, not_found_ok=True)
+        if obj is not None and not isinstance(obj, dict):
+            raise ProviderError(f"kubernetes GET {path}: the answer is not an object")
+        return obj
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> bool:
         """Delete (foreground, so pods go too); False when it was not there."""
@@ -213,7 +220,7 @@ class Kube:
                 "replica_type": labels.get(REPLICA_TYPE_LABEL, ""),
                 "phase": str(st.get("phase", "Unknown"))[:40],
                 "restarts": sum(_count(s.get("restartCount")) for s in statuses if isinstance(s, dict)),
-                "node": (p.get("spec") or {}).get("nodeName") if isinstance(p.get("spec"), dict) else None,
+                "node": p["spec"].get("nodeName") if isinstance(p.get("spec"), dict) else None,
             })
         return sorted(out, key=lambda p: (p["rank"] is None, p["rank"] or 0, p["name"]))
 

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from reclaunch import host
 from reclaunch.errors import UsageError
 from reclaunch.planner import measured as meas
 
@@ -80,17 +81,6 @@ def prune(d: Path, keep: int = MAX_RECORDS) -> None:
         p.unlink(missing_ok=True)
 
 
-def latest_plausible() -> datetime:
-    """The latest plausible measured_at: now (or the pinned today, whichever is later) plus a
-    day of clock skew between machines."""
-    from datetime import timedelta
-
-    from reclaunch import host
-
-    pinned = datetime.combine(host.today(), datetime.max.time(), tzinfo=timezone.utc)
-    return max(datetime.now(timezone.utc), pinned) + timedelta(days=1)
-
-
 def _read_dir(d: Path) -> tuple[list[tuple[Path, meas.Measurement]], list[str]]:
     """(path, record) of every valid file, newest names first, at most MAX_SCANNED of them;
     one line per file that is not a record. Read bounded and non-blocking (home.read_state_file):
@@ -106,7 +96,7 @@ def _read_dir(d: Path) -> tuple[list[tuple[Path, meas.Measurement]], list[str]]:
     names = sorted(d.glob("*.json"), reverse=True)
     if len(names) > MAX_SCANNED:
         bad.append(f"{d}: {len(names) - MAX_SCANNED} more files not read (at most {MAX_SCANNED})")
-    end = latest_plausible()
+    end = host.latest_plausible()
     for p in names[:MAX_SCANNED]:
         try:
             data = read_state_file(p, MAX_FILE_BYTES)
@@ -216,7 +206,7 @@ def read_export(path: str) -> list[meas.Measurement]:
     if doc.get("version") != meas.VERSION or not isinstance(doc.get("records"), list):
         raise UsageError(f"{path}: version/records: expected version {meas.VERSION} and a list of records")
     out = []
-    end = latest_plausible()
+    end = host.latest_plausible()
     for i, r in enumerate(doc["records"]):
         try:
             out.append(meas.from_dict(r, not_after=end))

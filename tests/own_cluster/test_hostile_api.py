@@ -137,3 +137,21 @@ def test_a_kubeconfig_alias_bomb_is_refused_at_once(tmp_path, monkeypatch):
     with pytest.raises(ProviderError, match="alias"):
         connect(None)
     assert time.monotonic() - t0 < 10
+
+
+def test_a_job_that_is_no_object_is_one_error_and_odd_conditions_are_skipped():
+    from reclaunch.runtime.kube import job_state
+
+    srv = RecordedServer().start()
+    base = "/apis/kubeflow.org/v1/namespaces/ns/pytorchjobs"
+    srv.add("GET", f"{base}/a", body=[1, 2])
+    srv.add("GET", f"{base}/b", body={"metadata": {"name": "b"}, "status": {"conditions": [
+        None, "x", {"type": "Running", "status": "True", "lastTransitionTime": 5}]}})
+    try:
+        kube = Kube.from_host(srv.url, token="t")
+        with pytest.raises(ProviderError, match="not an object"):
+            kube.job("ns", "a")
+        assert job_state(kube.job("ns", "b")) == "Running"
+        assert job_state({"metadata": "x", "status": []}) == "Unknown"
+    finally:
+        srv.stop()
