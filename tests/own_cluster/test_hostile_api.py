@@ -48,6 +48,8 @@ def test_every_call_ends_at_the_deadline(deadline, server):
 @pytest.mark.timeout(120)
 def test_status_of_many_clusters_shows_the_others_when_one_hangs(standin, spec_file, cli, tmp_path,
                                                                  monkeypatch, deadline):
+    # 8 s: ample for the stand-in's answers on a loaded machine; the trickle never completes.
+    monkeypatch.setenv("RECLAUNCH_SDK_CALL_TIMEOUT", "8")
     from reclaunch.providers.kubernetes.infra import read_state, write_state
     from tests.own_cluster.test_launch import _up
 
@@ -67,7 +69,7 @@ def test_status_of_many_clusters_shows_the_others_when_one_hangs(standin, spec_f
     rows = {r["name"]: r for r in json.loads(out)}
     assert rows["good-one"]["state"] != "Unknown", rows["good-one"]
     assert rows["slow-one"]["state"] == "Unknown" and "no complete answer" in rows["slow-one"]["message"]
-    assert took < 40, f"status took {took:.0f} s"
+    assert took < 60, f"status took {took:.0f} s"
     assert srv.url   # the stand-in answered the good one throughout
 
 
