@@ -63,3 +63,11 @@ def today() -> _dt.date:
         except ValueError:
             raise UsageError(f"{TODAY_VAR}={pinned!r}: must be a date, YYYY-MM-DD") from None
     return _dt.date.today()
+
+
+def latest_plausible() -> _dt.datetime:
+    """The latest time a record made on some machine can carry (a measured run, a host
+    calibration): now, or the end of the pinned today if that is later, plus a day of clock
+    skew between machines. Later is a forgery or a broken clock."""
+    pinned = _dt.datetime.combine(today(), _dt.time.max, tzinfo=_dt.timezone.utc)
+    return max(_dt.datetime.now(_dt.timezone.utc), pinned) + _dt.timedelta(days=1)

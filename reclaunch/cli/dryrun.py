@@ -109,15 +109,11 @@ def _write_or_echo(out_dir: str | None, files: dict[str, str], private: bool = F
         return
     from pathlib import Path
 
-    from reclaunch.cli import _write
+    from reclaunch.cli.outdir import write_tree
 
     out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
-        if private:
-            out.chmod(0o700)
-        for name, text in files.items():
-            _write(out / name, text, 0o600 if private else 0o644)
+    try:   # as `render --out` writes: a planted symlink is replaced, never followed
+        write_tree(out, {"": files}, private)
     except OSError as exc:
         from reclaunch.errors import output_error
 

@@ -52,6 +52,11 @@ def gather(spec, *, cloud: str, instance: str | None, gpus_per_node: int, nodes:
         key = meas.key_for(spec, cloud=cloud, instance=instance, gpus_per_node=gpus_per_node,
                            nodes=nodes, sharding=meas.sharding_of(sharding), host_id=ctx.host_id)
         hit = meas.match(ctx.measurements, key)   # against records, when there are any
+        # Against a model with a basis (published runs, this host's calibration); the
+        # uncalibrated local model is assumptions, which any record of this host beats.
+        if hit is not None and not (local and ctx.host is None) and (far := meas.too_far(hit, throughput)):
+            notes.append(far)
+            hit = None
     if hit is not None:
         src = "run" if hit.source == "run" else f"{hit.source}: run"
         basis = {"kind": "measured", "source": f"{src} {hit.run} ({hit.steps} steps, "

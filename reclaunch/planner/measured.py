@@ -49,6 +49,26 @@ def match(records, key: dict[str, Any]) -> Measurement | None:
     return max(hits, key=lambda r: r.measured_at) if hits else None
 
 
+# How far an imported record may move a plan from the model: the model's own error spans
+# 0.68-1.58x of published runs (planner.yaml perf.fit, leave-one-source-out), and a local plan's
+# is fitted to this host (`reclaunch calibrate`), so a teammate's record 4x or more off it is
+# likelier another job, a unit slip or a forgery than a better figure. Beyond it the plan
+# prices at the model and says so; this machine's own runs always count.
+IMPORT_FACTOR = 4.0
+
+
+def too_far(hit, model: float) -> str | None:
+    """Why an imported record is not priced from (None: it may be)."""
+    if not hit.source.startswith("import") or not model or model <= 0:
+        return None
+    ratio = hit.samples_per_s / model
+    if 1 / IMPORT_FACTOR <= ratio <= IMPORT_FACTOR:
+        return None
+    return (f"{hit.source}: run {hit.run} measured {hit.samples_per_s:,.0f} samples/s, "
+            f"{ratio:.3g}x the model's {model:,.0f}: more than the {IMPORT_FACTOR:g}x an imported "
+            "record may move a plan, so it is priced at the model (a run of your own counts)")
+
+
 # A NamedTuple, not a frozen dataclass: an immutable value that costs a quarter to create at
 # import (issue 25), hashed and compared field by field just the same.
 class PlanContext(NamedTuple):

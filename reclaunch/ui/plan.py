@@ -242,9 +242,11 @@ def render_compare(rows: list, width: int = 140, top: int | None = 10, bold: boo
 def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
     """The cost table and the resources `up` is about to create."""
     from rich.table import Table
+
+    from reclaunch.ui.text import shown   # a cluster you bring names its groups: text, not markup
     c = plan.cost
-    t = Table(title=f"{plan.name}: {plan.nodes} x {plan.instance_type} in {plan.region}"
-                    f"{' (' + ', '.join(plan.zones) + ')' if plan.zones else ''}")
+    t = Table(title=shown(f"{plan.name}: {plan.nodes} x {plan.instance_type} in {plan.region}"
+                          f"{' (' + ', '.join(plan.zones) + ')' if plan.zones else ''}"))
     for col in ("", "per hour", "whole job"):
         t.add_column(col, justify="right" if col else "left")
     money = lambda v: _usd(v) if v is not None else "-"  # noqa: E731
@@ -254,13 +256,13 @@ def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
     out.print(t)
     st = plan.spec.storage
     if getattr(plan.offer, "node_names", None):   # cloud: kubernetes: a cluster you bring
-        out.print(f"resources: none created; the launch goes to namespace {plan.spec.namespace} "
-                  f"on {plan.nodes} of the existing nodes of group {plan.offer.group}; "
-                  f"~{plan.duration_hours:.1f} h")
+        out.print(shown(f"resources: none created; the launch goes to namespace {plan.spec.namespace} "
+                        f"on {plan.nodes} of the existing nodes of group {plan.offer.group}; "
+                        f"~{plan.duration_hours:.1f} h"))
     else:
-        out.print(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
-                  f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
-                  f"storage {st.kind}{' ' + _storage_size(st) if st.size else ''}; "
-                  f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h")
+        out.print(shown(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
+                        f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
+                        f"storage {st.kind}{' ' + _storage_size(st) if st.size else ''}; "
+                        f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h"))
     if problem:
-        out.print(f"[yellow]budget: {problem}[/yellow]")
+        out.print(f"[yellow]budget: {shown(problem)}[/yellow]")

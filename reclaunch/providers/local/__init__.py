@@ -118,7 +118,8 @@ class LocalProvider:
                 env["CHECKPOINT_DIR"] = _checkpoint_dir(spec, root, env["CHECKPOINT_DIR"])
                 Path(env["CHECKPOINT_DIR"]).mkdir(parents=True, exist_ok=True)
             else:   # s3://: the bucket at AWS_ENDPOINT_URL (bucket.py); down reads launch.json
-                store["note"] = bucket.ensure(spec.name, store)
+                store["note"] = bucket.ensure(spec.name, store, root)
+                print(f"{spec.name}: checkpoints: {store['note']}", file=sys.stderr)
             if spec.storage.kind == "hostpath":
                 (root / "data").mkdir(exist_ok=True)
         finally:
