@@ -63,3 +63,12 @@ def today() -> _dt.date:
         except ValueError:
             raise UsageError(f"{TODAY_VAR}={pinned!r}: must be a date, YYYY-MM-DD") from None
     return _dt.date.today()
+
+
+def load_per_core() -> float | None:
+    """The 1-minute load average per usable core: how contended this host was when a run ended
+    (a measured run's conditions). None where the OS does not say."""
+    try:
+        return round(os.getloadavg()[0] / cpu_count(), 3)
+    except (AttributeError, OSError):  # pragma: no cover - non-POSIX
+        return None
