@@ -35,9 +35,11 @@ def record(root: Path, launch: dict[str, Any], name: str, reclaims: int | None =
     def lines() -> Iterator[str]:
         for path in sorted((root / "nodes").glob("node-*.log")):
             yield from _tail_lines(path)
-    try:
+    try:   # what else loaded the host: the run's own processes are not contention
         load = host.load_per_core()
-    except Exception:  # noqa: BLE001 - a malformed RECLAUNCH_HOST_CPUS: the record goes without it
+        own = int(launch.get("nodes") or 1) * int(launch.get("nproc") or 1) / host.cpu_count()
+        load = None if load is None else round(max(0.0, load - own), 3)
+    except Exception:  # noqa: BLE001 - a malformed RECLAUNCH_HOST_*: the record goes without it
         load = None
     record_run(launch.get("measurement_key"), lines(), name,
                conditions={"reclaims": reclaims, "load_per_core": load})
