@@ -43,6 +43,7 @@ READERS: dict[str, tuple[str, str, tuple]] = {
     "RECLAUNCH_HOST_MEMORY": ("reclaunch.host", "ram_bytes", ()),
     "RECLAUNCH_HOST_CPUS": ("reclaunch.host", "cpu_count", ()),
     "RECLAUNCH_TODAY": ("reclaunch.host", "today", ()),
+    "RECLAUNCH_HOST_LOAD": ("reclaunch.host", "load_per_core", ()),
     "RECLAUNCH_SECRETS_PROVIDER": ("reclaunch.runtime.backend", "secrets_provider", (None,)),
 }
 

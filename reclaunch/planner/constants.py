@@ -27,6 +27,8 @@ def _constants(generation: int) -> dict[str, Any]:
     per = {f.name: f.planner for f in clouds.all_facts()}
     c["spot"]["reclaim_rate_per_node_hour"] = {
         k: v["reclaim_rate_per_node_hour"] for k, v in per.items()}
+    c["spot"]["reclaim_band"] = {k: (v.get("reclaim_band"), dict(v.get("reclaim_by_instance") or {}))
+                                 for k, v in per.items()}
     c["control_plane_usd_per_hour"] = {k: v["control_plane_usd_per_hour"] for k, v in per.items()}
     c["storage_usd_per_gb_month"]["pvc"] = {k: v["pvc_usd_per_gb_month"] for k, v in per.items()}
     return c

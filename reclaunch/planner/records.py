@@ -48,6 +48,12 @@ class Measurement:
     steps: int = 0                         # optimizer steps the figure covers (last step seen)
     intervals: int = 0
     step: dict[str, float | None] = field(default_factory=dict)   # median per-step parts
+    # The run's conditions (planner/measured.py weighs a run by them): reclaims or restarts
+    # during it (None: not known), the P90/P10 of its per-interval rates (1.0 = steady, 0 =
+    # not known), the host's load per core at its end (cloud: local; None: not read).
+    reclaims: int | None = None
+    rate_spread: float = 0.0
+    load_per_core: float | None = None
     version: int = VERSION
 
     def key(self) -> dict[str, Any]:
@@ -103,7 +109,13 @@ def from_dict(d: Any, *, not_after: datetime | None = None) -> Measurement:
         source=_need(d, "source", (str,), text, "not plain text") if "source" in d else "run",
         steps=_need(d, "steps", (int,), lambda v: 0 <= v <= MAX_STEPS) if "steps" in d else 0,
         intervals=_need(d, "intervals", (int,), lambda v: 0 <= v <= MAX_INTERVALS) if "intervals" in d else 0,
-        step=_need(d, "step", (dict,), lambda v: len(v) <= len(PARTS)) if "step" in d else {})
+        step=_need(d, "step", (dict,), lambda v: len(v) <= len(PARTS)) if "step" in d else {},
+        reclaims=(None if d.get("reclaims") is None else
+                  _need(d, "reclaims", (int,), lambda v: 0 <= v <= 1_000_000)),
+        rate_spread=(float(_need(d, "rate_spread", (int, float), lambda v: math.isfinite(v) and 0 <= v <= 1e6))
+                     if "rate_spread" in d else 0.0),
+        load_per_core=(None if d.get("load_per_core") is None else
+                       float(_need(d, "load_per_core", (int, float), lambda v: math.isfinite(v) and 0 <= v <= 1e4))))
     for t, kind in out["sharding"].items():
         if not isinstance(t, str) or not text(t) or kind not in _SHARDINGS:
             raise RecordError(f"sharding.{t}: {kind!r} is not a sharding type")

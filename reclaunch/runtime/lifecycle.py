@@ -274,7 +274,7 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
             env.sleep(env.poll_seconds)
             continue
         journal.write("watch", "ok", action=action, message=reason or "stopped watching")
-        from reclaunch.runtime.measurements import record_cloud_job
+        from reclaunch.runtime.observe import record_cloud_job
         record_cloud_job(rec, env)   # the job's measured samples/s, for the next `plan`
         if action == "stop":
             try:

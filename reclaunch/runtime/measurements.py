@@ -119,9 +119,21 @@ def load_all(where: Path | None = None) -> tuple[list[meas.Measurement], list[st
     return sorted((m for _, m in found), key=lambda m: m.measured_at), bad
 
 
+def rate_spread(m) -> float:
+    """P90/P10 of the run's per-interval samples/s (rank 0's series, the first interval
+    dropped as warm-up): 1.0 for a steady run, 0.0 when there are too few intervals."""
+    rates = sorted(r for _, _, r in m.series[1:] if r and r > 0)
+    if len(rates) < 3:
+        return 0.0
+    q = lambda f: rates[round(f * (len(rates) - 1))]  # noqa: E731
+    return round(q(0.9) / q(0.1), 3)
+
+
 def from_measured(key: dict[str, Any], m, run: str, *, source: str = "run",
-                  now: datetime | None = None) -> meas.Measurement | None:
-    """A record from a runtime.metrics.Measured, or None when it has no trustworthy rate."""
+                  now: datetime | None = None,
+                  conditions: dict[str, Any] | None = None) -> meas.Measurement | None:
+    """A record from a runtime.metrics.Measured, or None when it has no trustworthy rate.
+    `conditions`: what the runner knows of the run (reclaims, load_per_core)."""
     lead = next((r for r in m.ranks if r.rank == 0), m.ranks[0]) if m is not None and m.ranks else None
     if m is None or not m.samples_per_s or m.samples_per_s <= 0 or lead is None \
             or lead.intervals < MIN_INTERVALS:
@@ -129,14 +141,16 @@ def from_measured(key: dict[str, Any], m, run: str, *, source: str = "run",
     when = (now or datetime.now(timezone.utc)).isoformat(timespec="seconds")
     gpn = int(key.get("gpus_per_node") or 1)
     nodes = max(1, m.world_size // gpn) if m.world_size else key.get("nodes")   # elastic: as it ran
+    cond = conditions or {}
     doc = {**key, "nodes": nodes, "samples_per_s": float(m.samples_per_s), "measured_at": when, "run": run,
            "source": source, "steps": int(m.step), "intervals": int(lead.intervals),
-           "step": {k: getattr(m, k) for k in meas.PARTS}}
+           "step": {k: getattr(m, k) for k in meas.PARTS}, "rate_spread": rate_spread(m),
+           "reclaims": cond.get("reclaims"), "load_per_core": cond.get("load_per_core")}
     return meas.from_dict(doc)
 
 
 def record_run(key: dict[str, Any] | None, lines: Iterable[str], run: str, *,
-               where: Path | None = None) -> Path | None:
+               where: Path | None = None, conditions: dict[str, Any] | None = None) -> Path | None:
     """Measure a run's log lines and leave its record; None when there is nothing to record.
     Never raises: a run's end must not fail over its bookkeeping."""
     if not key:
@@ -144,7 +158,7 @@ def record_run(key: dict[str, Any] | None, lines: Iterable[str], run: str, *,
     try:
         from reclaunch.runtime.metrics import measure
 
-        rec = from_measured(key, measure(lines), run)
+        rec = from_measured(key, measure(lines), run, conditions=conditions)
         return save(rec, where) if rec is not None else None
     except Exception:  # noqa: BLE001 - bookkeeping only; the run's own outcome stands
         return None
@@ -155,16 +169,6 @@ def measurement_key(plan) -> dict[str, Any]:
     return meas.key_for(plan.spec, cloud=plan.cloud, instance=plan.instance_type,
                         gpus_per_node=plan.gpus_per_node, nodes=plan.nodes,
                         sharding=meas.sharding_of(plan.sharding))
-
-
-def record_cloud_job(rec, env) -> Path | None:
-    """At the end of a watched cloud job: every pod's log lines -> its record. Never raises."""
-    try:
-        from reclaunch.runtime.observe import pod_lines
-
-        return record_run((rec.extra or {}).get("measurement_key"), pod_lines(rec.name, env), rec.name)
-    except Exception:  # noqa: BLE001 - logs gone with the cluster, an API error: no record
-        return None
 
 
 # ------------------------------------------------------------------ export / import

@@ -26,6 +26,7 @@ from reclaunch.spec import env_rules
 from reclaunch.spec.config import NESTED, STRICT, no_bool
 from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
 from reclaunch.spec.kubernetes import KubernetesTarget
+from reclaunch.spec.stacks import STACKS, fill_knobs
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
                                   parse_count, parse_size, parse_storage_size)
 
@@ -202,7 +203,12 @@ class Job(BaseModel):
     checkpoint: Checkpoint = Checkpoint()
     dataset: Dataset = Dataset(samples=1_000_000)
     max_restarts: Int = Field(10, ge=0, le=1000)
-    num_workers: Int | None = Field(None, ge=0, le=256, description="Dataloader workers per process")
+    num_workers: Int | None = Field(None, ge=0, le=256, description=(
+        "Dataloader workers per process (0: the training process builds every batch itself, "
+        "between steps; the plan counts that time)"))
+    # The training software the step time assumes (spec/stacks.py): sets the three knobs below
+    # at once; a knob given here too wins. None: the reference trainer's (torchrec).
+    stack: Literal[tuple(STACKS)] | None = None  # type: ignore[valid-type]
     # How the step is launched: the reference trainer runs eager PyTorch; cuda_graph (or an
     # XLA-compiled step) pays far less per kernel launch (planner.yaml perf.kernel_launch_seconds).
     execution: Literal["eager", "cuda_graph"] = "eager"
@@ -215,6 +221,7 @@ class Job(BaseModel):
     embedding_overlap: Literal["input", "full"] = "input"
 
     _env_names = field_validator("env")(env_rules.job_env)
+    _stack_knobs = model_validator(mode="before")(_signed(fill_knobs))
 
     @field_validator("command", "args", mode="before")
     @classmethod

@@ -169,6 +169,9 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
                             f"not {fabric}; use auto, {inst.fabric} or ethernet"))
             if s.interconnect.intra_node == "nvlink" and inst.intra_node != "nvlink":
                 out.append((("interconnect", "intra_node"), f"{s.instance_type} has no NVLink (PCIe only)"))
+            elif s.interconnect.intra_node == "pcie" and inst.intra_node == "nvlink" and inst.gpu_count > 1:
+                out.append((("interconnect", "intra_node"), f"{s.instance_type} has {inst.nvlink or 'NVLink'}; "
+                            "pcie would plan a machine it is not (leave intra_node out)"))
     else:
         cands = [o for o in cat.offers if o.cloud == s.cloud and (gpu is None or o.gpu == gpu)]
         if not s.gpu:
@@ -184,6 +187,14 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
             have = sorted({o.fabric for o in cat.offers if o.cloud == s.cloud})
             out.append((("interconnect", "inter_node"), f"{fabric} is not available on {s.cloud}"
                         + (f" with {gpu}" if gpu else "") + f"; {s.cloud} has {', '.join(have)} or ethernet"))
+        link = s.interconnect.intra_node
+        if cands and link is not None:
+            sized = [o for o in cands if "gpus_per_node" not in s.model_fields_set
+                     or o.gpu_count == s.gpus_per_node]
+            if sized and not [o for o in sized if o.intra_node == link or o.gpu_count == 1]:
+                out.append((("interconnect", "intra_node"), f"no {s.cloud} instance with "
+                            f"{gpu or 'this GPU'} has {link}; they have "
+                            f"{' and '.join(sorted({o.intra_node for o in sized}))}"))
     return out
 
 

@@ -100,13 +100,14 @@ def test_a_matching_record_prices_the_job_at_the_measured_rate():
     cat = bundled_catalog()
     spec = make_spec(nodes=2)
     model = make_plan(spec, cat)
-    old = record_for(model, 1.0e6, "2026-11-01T00:00:00+00:00")
-    new = record_for(model, 2.0e6)
+    old = record_for(model, 1.9e6, "2026-11-01T00:00:00+00:00")
+    new = record_for(model, 2.1e6)
     p = make_plan(spec, cat, context=meas.PlanContext(measurements=(old, new)))
-    assert p.throughput_samples_per_second == 2.0e6                      # the newest wins
+    assert p.throughput_samples_per_second == pytest.approx(2.0e6)      # the clean runs' median
     assert p.throughput_model_samples_per_second == pytest.approx(model.throughput_samples_per_second)
     b = p.to_json()["throughput_basis"]
     assert b["kind"] == "measured" and b["measured_at"] == new.measured_at and "run t" in b["source"]
+    assert b["runs"] == b["clean_runs"] == 2
     train_h = 1e9 / 2.0e6 / 3600
     assert p.duration_hours == pytest.approx(train_h + p.startup.seconds / 3600)
     assert p.cost.on_demand_total_usd == pytest.approx(

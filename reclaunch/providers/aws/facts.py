@@ -98,6 +98,14 @@ FACTS = CloudFacts(
     planner={
         # AWS Spot Instance Advisor buckets (prices.md): the 5-10%/month bucket's top, 0.10/730 h.
         "reclaim_rate_per_node_hour": 0.000137,
+        # Interrupted share per month, by instance type where the Advisor published its bucket
+        # (aws.amazon.com/ec2/spot/instance-advisor, us-east-1 Linux, read 2026-09-20; prices.md
+        # for p5), else the 5-10% bucket: the plan's spot P50 uses the bucket's middle, its P90
+        # the bucket's top (">20%" read as 20-30%, an assumption).
+        "reclaim_band": (0.05, 0.10),
+        "reclaim_by_instance": {"p5.48xlarge": (0.0, 0.05), "g5.2xlarge": (0.15, 0.20),
+                                "g6.2xlarge": (0.10, 0.15), "g6e.2xlarge": (0.05, 0.10),
+                                "g6e.4xlarge": (0.20, 0.30), "g6e.8xlarge": (0.15, 0.20)},
         "control_plane_usd_per_hour": 0.10,    # prices.md: EKS 0.10/h
         "pvc_usd_per_gb_month": 0.08,          # prices.md: EBS gp3 0.08
     },

@@ -79,6 +79,8 @@ FACTS = CloudFacts(
     planner={
         # Azure publishes no reclaim rates: the ">20%/month" bucket (0.20 / 730 h), conservatively.
         "reclaim_rate_per_node_hour": 0.000274,
+        # No per-family rates published: the ">20%" bucket read as 20-30%/month (assumption).
+        "reclaim_band": (0.20, 0.30),
         "control_plane_usd_per_hour": 0.0,     # prices.md: AKS Free tier 0
         "pvc_usd_per_gb_month": 0.10,          # assumption (prices.md has no Azure disk line)
     },

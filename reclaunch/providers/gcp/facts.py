@@ -70,6 +70,8 @@ FACTS = CloudFacts(
     planner={
         # GCP publishes per-zone rates only via its capacity API: the ">20%" bucket, 0.20/730 h.
         "reclaim_rate_per_node_hour": 0.000274,
+        # No per-family rates published: the ">20%" bucket read as 20-30%/month (assumption).
+        "reclaim_band": (0.20, 0.30),
         "control_plane_usd_per_hour": 0.10,    # prices.md: GKE 0.10/h
         "pvc_usd_per_gb_month": 0.10,          # prices.md: pd-balanced 0.10
     },
