@@ -26,8 +26,7 @@ from reclaunch.spec import env_rules
 from reclaunch.spec.config import NESTED, STRICT, no_bool
 from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
 from reclaunch.spec.kubernetes import KubernetesTarget
-from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
-                                  parse_count, parse_size, parse_storage_size)
+from reclaunch.spec.units import COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, parse_count, parse_spec_size
 
 
 def _signed(fn: Callable) -> Callable:
@@ -39,9 +38,8 @@ def _signed(fn: Callable) -> Callable:
 
 
 Count = Annotated[int, BeforeValidator(_signed(parse_count)), WithJsonSchema(COUNT_JSON_SCHEMA)]
-Size = Annotated[int, BeforeValidator(parse_size), WithJsonSchema(SIZE_JSON_SCHEMA)]
-StorageSize = Annotated[int, BeforeValidator(parse_storage_size),
-                        WithJsonSchema(STORAGE_SIZE_JSON_SCHEMA)]
+# One rule for every size in a spec: a unit ("12GB", "1.2TiB"), or a bare number of GiB (units.py).
+Size = Annotated[int, BeforeValidator(parse_spec_size), WithJsonSchema(SIZE_JSON_SCHEMA)]
 
 
 def _str_value(v: object) -> object:
@@ -69,24 +67,26 @@ EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=2
 
 
 
-def _one_of(choices: Callable[[], tuple[str, ...]]):
+def _one_of(choices: Callable[[], tuple[str, ...]],
+            alias: Callable[[object], str | None] = lambda v: None):
     """A Literal read from the registry when a spec is validated, not when this module is
     imported (reclaunch/clouds.py: a cloud or fabric registered later is a valid choice).
-    The error is pydantic's own literal_error, so messages.py words it as for any Literal."""
+    The error is pydantic's own literal_error, so messages.py words it as for any Literal;
+    `alias` names the choice another word means (`amazon` -> aws) for its "did you mean"."""
 
     def check(v: object) -> object:
         known = choices()
         if not isinstance(v, str) or v not in known:
             expected = ", ".join(f"'{c}'" for c in known[:-1]) + f" or '{known[-1]}'"
             raise PydanticCustomError("literal_error", "Input should be {expected}",
-                                      {"expected": expected})
+                                      {"expected": expected, "meant": alias(v) or ""})
         return v
 
     # The enum is filled in live by schema_docs.finish.
     return Annotated[str, BeforeValidator(check), WithJsonSchema({"type": "string"})]
 
 
-Cloud = _one_of(clouds.names)
+Cloud = _one_of(clouds.names, clouds.alias_of)
 Fabric = _one_of(lambda: ("auto", *clouds.selectable_fabrics()))
 StorageKind = Literal[tuple(STORAGE_KINDS)]  # type: ignore[valid-type]  (facts.py: one table)
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
@@ -109,7 +109,7 @@ class Interconnect(BaseModel):
 class Storage(BaseModel):
     model_config = STRICT
     kind: StorageKind = "none"
-    size: StorageSize | None = Field(None, description=(
+    size: Size | None = Field(None, description=(
         'Capacity, e.g. "1.2TiB" or "2400GiB"; a bare number is GiB. The plan prices what the '
         'service creates after its minimum and steps (FSx for Lustre: 1.2 TiB, then 2.4 TiB steps)'))
     mount_path: Annotated[str, AfterValidator(env_rules.mount_path)] = Field(
@@ -184,11 +184,16 @@ class Dataset(BaseModel):
     path: str | None = Field(None, description="Where real shards live: on the storage mount, or a bucket URL (s3://...)")
 
 
+# A sanity bound, not a registry's rule: images of recsys trainers are tens of GB at most.
+MAX_IMAGE_BYTES = 2**40
+
+
 class Job(BaseModel):
     model_config = NESTED
     image: str | None = Field(None, min_length=1, max_length=512)
     image_size: Size | None = Field(
-        None, ge=1, description='Compressed image size, e.g. "12GB": prices its pull in the startup timeline')
+        None, ge=1, description='Compressed image size, e.g. "12GB" (a bare number is GiB, as for '
+        'every size): prices its pull in the startup timeline')
     command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     args: list[EnvValue] = []
     env: dict[EnvName, JobEnvValue] = {}
@@ -212,6 +217,17 @@ class Job(BaseModel):
     embedding_overlap: Literal["input", "full"] = "input"
 
     _env_names = field_validator("env")(env_rules.job_env)
+
+    @field_validator("image_size")
+    @classmethod
+    def _image_size_is_an_image(cls, v: int | None) -> int | None:
+        # A bare number is GiB (units.py); one meant as MB or bytes lands far past any image.
+        if v is not None and v > MAX_IMAGE_BYTES:
+            from reclaunch.spec.units import human_bytes
+            raise ValueError(f"{human_bytes(v)} is larger than any container image (at most "
+                             f"{human_bytes(MAX_IMAGE_BYTES)} here); a bare number is GiB: write "
+                             "the unit, e.g. 12GB or 12000MB")
+        return v
 
     @field_validator("command", "args", mode="before")
     @classmethod

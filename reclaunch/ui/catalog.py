@@ -107,11 +107,12 @@ def select_offers(cat, *, cloud=None, gpu=None, region=None) -> list:
 
         known = sorted(cat.gpus)
         got = normalize_gpu(gpu, known)
+        # "A100" names two models, "H100" the H100 and (as a filter) the H100 NVL: show them
+        # all. A look-alike ("80GB" -> L40S-48GB) is no match.
+        key = re.sub(r"[\s_]+", "-", gpu.strip().upper()).replace("GIB", "GB")
         if isinstance(got, str):
-            names = [got]
+            names = sorted({got, *(g for g in known if key and g.startswith(key + "-"))})
         else:
-            # "A100" names two models: show both. A look-alike ("80GB" -> L40S-48GB) is no match.
-            key = re.sub(r"[\s_]+", "-", gpu.strip().upper()).replace("GIB", "GB")
             names = [g for g in got if key and g.startswith(key + "-")]
             if not names:
                 hint = (f" — did you mean {' or '.join(got)}?" if got
