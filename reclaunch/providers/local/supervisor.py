@@ -47,7 +47,8 @@ class Supervisor:
         self.started_at = time.time()
         self.finished_at: float | None = None
         self.restarting_since: float | None = None
-        self.repeat = repeat.RepeatWatch()   # the same failure twice in a row stops the job
+        # the same failure twice in a row, or on every rank at once, stops the job
+        self.repeat = repeat.RepeatWatch(int(self.launch["nodes"]) * int(self.launch["nproc"]))
         self.store = None
         self.port: int | None = None
         self._last_write = 0.0
