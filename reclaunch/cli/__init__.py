@@ -69,8 +69,10 @@ def schema(out: str | None) -> None:
 @click.option("--gpu", help="e.g. H100-80GB, A100")
 @click.option("--region")
 @click.option("--json", "as_json", is_flag=True, help="One JSON list on stdout.")
+@click.option("--wide", is_flag=True, help="Every column at its natural width, whatever the "
+              "terminal's (default: fit it, stacking columns).")
 @click.pass_context
-def catalog(ctx: click.Context, cloud, gpu, region, as_json) -> None:
+def catalog(ctx: click.Context, cloud, gpu, region, as_json, wide) -> None:
     """Instances and prices, with the date and source of every price."""
     if ctx.invoked_subcommand:
         return
@@ -82,7 +84,8 @@ def catalog(ctx: click.Context, cloud, gpu, region, as_json) -> None:
     if as_json:
         _emit_json(offers_json(rows, cat))
     else:
-        _console().print(offers_table(rows, cat))
+        out = _console(wide=wide)
+        out.print(offers_table(rows, cat, width=out.width, wide=wide), soft_wrap=wide)
 
 
 # ------------------------------------------------------------------ plan / render
@@ -160,14 +163,16 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     else:
         from reclaunch.cli.dryrun import needs_a_person
         from reclaunch.ui.dryrun import person_lines
-        from reclaunch.ui.grid import bold_ok
+        from reclaunch.ui.grid import bold_ok, terminal_width
 
         bold = bold_ok()   # plain text, no rich: rich's import and layout cost start-up (issue 25)
-        echo(plan_view.render_plan(the_plan, bold=bold))
-        for line in person_lines(needs_a_person(the_plan)):   # the list `up` shows, before `up`
+        width = terminal_width(110)
+        echo(plan_view.render_plan(the_plan, width=width, bold=bold))
+        for line in person_lines(needs_a_person(the_plan), width):   # the list `up` shows
             echo(line)
         if rows is not None:
-            echo(plan_view.render_compare(rows, top=top or None, bold=bold))
+            echo(plan_view.render_compare(rows, width=terminal_width(140), top=top or None,
+                                          bold=bold))
     if not the_plan.memory.fits:
         sys.exit(1)
 

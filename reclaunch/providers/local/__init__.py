@@ -83,7 +83,8 @@ class LocalProvider:
             from reclaunch.ui.console import console as new_console
             from reclaunch.ui.plan import render_plan
 
-            (console or new_console()).print(render_plan(plan), markup=False, highlight=False)
+            out = console or new_console()
+            out.print(render_plan(plan, width=min(110, out.width)), markup=False, highlight=False)
         root = lp.cluster_dir(spec.name)
         old = lp.read_json(root / "state.json")
         if old and lp.supervisor_alive(old):
