@@ -878,6 +878,13 @@ def _3():  # planner/data/startup.yaml
                    'source': 'assumption: pod start on cached image ~15 s + nccl-tests '
                              'all_reduce_perf 8 B..8 GB sweep ~60-90 s on 8-64 GPUs (nccl-tests '
                              'README defaults)'},
+     'workdir': {'upload_mb_per_s': 1.25,
+                 'upload_source': 'assumption: a 10 Mbit/s uplink from the machine running `up` (a '
+                                  'modest office or home connection), so a large workdir is not '
+                                  'under-counted',
+                 'unpack_mb_per_s': 50,
+                 'unpack_source': 'assumption: gzip decompression and file writes on one core, tens '
+                                  'of MB/s'},
      'targets': {'aws': {'steps': [{'name': 'EKS control plane',
                                     'seconds': 900,
                                     'billed': False,
@@ -959,5 +966,5 @@ PREBUILT = {
     'catalog/data/meta.yaml': ('7d296940f78605b58424f86295bf0fbd', _0),
     'catalog/data/instances.csv': ('16abed924e829dbd8c553fa4c5699683', _1),
     'planner/data/planner.yaml': ('660600ca6e9b72ea0e4f9d7b189b425d', _2),
-    'planner/data/startup.yaml': ('764faba8a7de0feba71a2b916436a88d', _3),
+    'planner/data/startup.yaml': ('d699fbed75c1957fc8cd705cca73fd59', _3),
 }

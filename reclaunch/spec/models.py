@@ -196,6 +196,13 @@ class Job(BaseModel):
         'every size): prices its pull in the startup timeline')
     command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     args: list[EnvValue] = []
+    # Code without an image rebuild (SkyPilot's workdir, dstack's repo): runtime/workdir.py.
+    workdir: str | None = Field(None, min_length=1, max_length=1024, description=(
+        "A local directory (relative to this file) that `up` packs (its .gitignore applied, "
+        "secrets refused, at most workdir_max_size), puts where the pods read it (a ConfigMap "
+        "when tiny, else the checkpoint bucket) and unpacks before job.command runs in it"))
+    workdir_max_size: Size = Field("64MiB", ge=1, le=2**32, description=(
+        'Largest job.workdir, before packing, e.g. "64MiB" (a bare number is GiB)'))
     env: dict[EnvName, JobEnvValue] = {}
     batch_size: Count = Field(4096, ge=1, le=1 << 24, description="Per GPU (per process)")
     grad_accumulation: Int = Field(1, ge=1, le=4096)

@@ -131,6 +131,13 @@ class LocalProvider:
         if Path("/sys/class/net/lo").exists() and "GLOO_SOCKET_IFNAME" not in os.environ:
             env.setdefault("GLOO_SOCKET_IFNAME", "lo")
         where = Path(cwd or _repo_root(o.spec_path or getattr(spec, "_source", None)))
+        if (pack := getattr(plan.context, "workdir", None)) is not None:
+            # job.workdir: unpacked into the run's own directory, where the command runs, as
+            # a pod's init container unpacks it before the training container starts
+            from reclaunch.runtime.workdir import unpack
+            shutil.rmtree(root / "workdir", ignore_errors=True)
+            unpack(pack.path, root / "workdir", pack.digest)
+            where = root / "workdir"
         launch = {
             "name": spec.name, "run_id": uuid.uuid4().hex[:8], "cwd": str(where),
             "nodes": plan.nodes, "min_nodes": plan.min_nodes, "max_nodes": plan.max_nodes,
