@@ -327,7 +327,7 @@ def preview(file: str, as_json: bool) -> None:
 
 # The verbs that act on a cluster (up, status, logs, diagnose, down, preempt, gc) register
 # themselves on the same group.
-from reclaunch.cli import check, cluster  # noqa: E402,F401
+from reclaunch.cli import check, cluster, shell  # noqa: E402,F401
 from reclaunch.cli import calibrate as _calibrate  # noqa: E402,F401
 
 # ------------------------------------------------------------------ entry point

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # and needs none of them (4 ms of dataclass, enum and protocol classes at start-up).
 _API = {"Provider": "reclaunch.providers.api", "ListsClusters": "reclaunch.providers.api",
         "Adoptable": "reclaunch.providers.api", "Preemptible": "reclaunch.providers.api",
+        "Shell": "reclaunch.providers.api",
         "UpOptions": "reclaunch.providers.options", "JobStatus": "reclaunch.runtime.states"}
 
 

@@ -26,7 +26,8 @@ from reclaunch.spec import env_rules
 from reclaunch.spec.config import NESTED, STRICT, no_bool
 from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
 from reclaunch.spec.kubernetes import KubernetesTarget
-from reclaunch.spec.units import COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, parse_count, parse_spec_size
+from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, image_size, parse_count,
+                                  parse_spec_size)
 
 
 def _signed(fn: Callable) -> Callable:
@@ -40,6 +41,7 @@ def _signed(fn: Callable) -> Callable:
 Count = Annotated[int, BeforeValidator(_signed(parse_count)), WithJsonSchema(COUNT_JSON_SCHEMA)]
 # One rule for every size in a spec: a unit ("12GB", "1.2TiB"), or a bare number of GiB (units.py).
 Size = Annotated[int, BeforeValidator(parse_spec_size), WithJsonSchema(SIZE_JSON_SCHEMA)]
+ImageSize = Annotated[Size, AfterValidator(image_size)]   # and no bigger than an image can be
 
 
 def _str_value(v: object) -> object:
@@ -184,14 +186,10 @@ class Dataset(BaseModel):
     path: str | None = Field(None, description="Where real shards live: on the storage mount, or a bucket URL (s3://...)")
 
 
-# A sanity bound, not a registry's rule: images of recsys trainers are tens of GB at most.
-MAX_IMAGE_BYTES = 2**40
-
-
 class Job(BaseModel):
     model_config = NESTED
     image: str | None = Field(None, min_length=1, max_length=512)
-    image_size: Size | None = Field(
+    image_size: ImageSize | None = Field(
         None, ge=1, description='Compressed image size, e.g. "12GB" (a bare number is GiB, as for '
         'every size): prices its pull in the startup timeline')
     command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
@@ -224,17 +222,6 @@ class Job(BaseModel):
     embedding_overlap: Literal["input", "full"] = "input"
 
     _env_names = field_validator("env")(env_rules.job_env)
-
-    @field_validator("image_size")
-    @classmethod
-    def _image_size_is_an_image(cls, v: int | None) -> int | None:
-        # A bare number is GiB (units.py); one meant as MB or bytes lands far past any image.
-        if v is not None and v > MAX_IMAGE_BYTES:
-            from reclaunch.spec.units import human_bytes
-            raise ValueError(f"{human_bytes(v)} is larger than any container image (at most "
-                             f"{human_bytes(MAX_IMAGE_BYTES)} here); a bare number is GiB: write "
-                             "the unit, e.g. 12GB or 12000MB")
-        return v
 
     @field_validator("command", "args", mode="before")
     @classmethod

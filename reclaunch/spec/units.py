@@ -97,6 +97,19 @@ def parse_spec_size(value: object) -> int:
     return parse_size(value)
 
 
+# A sanity bound, not a registry's rule: images of recsys trainers are tens of GB at most.
+MAX_IMAGE_BYTES = 2**40
+
+
+def image_size(v: int) -> int:
+    """job.image_size: a bare number is GiB; one meant as MB or bytes lands far past any image."""
+    if v > MAX_IMAGE_BYTES:
+        raise ValueError(f"{human_bytes(v)} is larger than any container image (at most "
+                         f"{human_bytes(MAX_IMAGE_BYTES)} here); a bare number is GiB: write "
+                         "the unit, e.g. 12GB or 12000MB")
+    return v
+
+
 def human_bytes(n: float) -> str:
     """Binary units, three significant figures: 255852544 -> '244 MiB'."""
     n = float(n)

@@ -275,6 +275,15 @@ class LocalProvider:
             time.sleep(0.1)
         raise ProviderError(f"the supervisor of {name!r} did not carry out the preemption")
 
+    # ------------------------------------------------------------ exec, port-forward (shell.py)
+    def exec(self, name: str, command: list[str], *, rank: int = 0, interactive: bool = False) -> int:
+        from reclaunch.providers.local import shell
+        return shell.run(name, command, rank=rank, interactive=interactive)
+
+    def port_forward(self, name: str, port: int, **kw: Any) -> str | None:
+        from reclaunch.providers.local import shell
+        return shell.forward(name, port, **kw)
+
     # ------------------------------------------------------------ name claims (claims.py)
     def holds(self, name: str) -> tuple[str, None, str] | None:
         """A local cluster of this name exists until `down` removes its directory."""

@@ -33,6 +33,11 @@ class RepeatWatch:
         self.found: tuple[int, str] | None = None      # (node, the repeated line)
         self.everywhere = False                        # found on every rank at once
 
+    @classmethod
+    def of(cls, launch: dict) -> "RepeatWatch":
+        """For a run's launch.json: its world is nodes x processes per node."""
+        return cls(int(launch.get("nodes") or 0) * int(launch.get("nproc") or 1))
+
     def feed(self, node: int, line: str) -> None:
         rank, text = split_rank(line.rstrip("\n"))
         if rank is not None:
