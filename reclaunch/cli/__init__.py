@@ -100,6 +100,7 @@ def _cheaper_region(spec, the_plan, catalog) -> dict | None:
     return alt
 
 
+
 def _known_regions(regions: list[tuple[str, str]], catalog) -> None:
     """A filter naming a region no catalog row is in would silently show nothing: refuse it.
     `regions`: (the option that named it, region)."""
@@ -152,6 +153,11 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     # measured runs of this job shape and (cloud: local) this host's calibration, passed in
     the_plan = planner.make_plan(spec, catalog, context=plan_context(spec))
     alt = _cheaper_region(spec, the_plan, catalog)
+    from reclaunch import clouds
+    if spec.cloud in clouds.own_names():   # nothing binds the pods' identity there: say how
+        from reclaunch.manifests.stackfacts import bucket_auth_note
+        if note := bucket_auth_note(the_plan):
+            the_plan.warnings.append(note)
     rows = (planner.compare(spec, catalog, same_cloud=same_cloud, regions=regions or None,
                             context=the_plan.context) if compare else None)
     if as_json:
@@ -200,6 +206,9 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
     spec, catalog = _load(file)   # priced as `plan` prices it (plan.json): measured runs, this host
     the_plan = planner.make_plan(spec, catalog, context=plan_context(spec, preflight=preflight))
     objs = render_plan(the_plan)
+    from reclaunch.manifests.stackfacts import bucket_auth_note
+    if note := bucket_auth_note(the_plan):
+        click.echo(f"note: {note}", err=True)
     if with_storage:
         from reclaunch.manifests.job import _meta
         from reclaunch.manifests.static_storage import static_volume

@@ -55,3 +55,31 @@ def port_forward(name: str, port: int, local_port: int | None, rank: int) -> Non
         said = "stopped"
     if said:
         click.echo(said)
+
+
+@cli.group()
+def nodes() -> None:
+    """A cluster you bring (cloud: kubernetes): its nodes as a file, for machines without
+    its kubeconfig."""
+
+
+@nodes.command("save")
+@click.option("--context", help="kubeconfig context (default: the current one).")
+@click.option("--out", "out", type=click.Path(dir_okay=False),
+              help="Where to write it (default: $RECLAUNCH_HOME/kubernetes/nodes/CONTEXT.json, "
+                   "which plan finds by the spec's context when there is no kubeconfig).")
+def nodes_save(context: str | None, out: str | None) -> None:
+    """Read the cluster's nodes (labels, taints, allocatable) and what its pods request, and
+    save them: `plan`, `render` and `check` then work from the file (`kubernetes.nodes`)."""
+    from pathlib import Path
+
+    from reclaunch import host
+    from reclaunch.providers.kubernetes import saved
+    from reclaunch.providers.kubernetes.connect import connect, context_name
+
+    name = context_name(context)
+    done = saved.save(connect(name), name, Path(out) if out else saved.default_path(name),
+                      host.today())
+    click.echo(f"saved {done['nodes']} node(s) and the requests of {done['pods']} pod(s) of "
+               f"{name} to {done['path']}\n  use it: `kubernetes: {{context: {name}, nodes: "
+               f"{done['path']}}}` in the spec (plan, render and check; `up` reads the cluster)")

@@ -201,6 +201,8 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
         tpl["spec"]["serviceAccountName"] = ident["service_account"]
         tpl["metadata"]["labels"].update(ident["labels"])
         tpl["spec"]["containers"][0]["env"][:0] = _env_list(ident["env"])
+    elif sa := (plan.spec.kubernetes.service_account if plan.spec.kubernetes else None):
+        tpl["spec"]["serviceAccountName"] = sa   # a cluster you bring: the team's identity
     workdir.add_to(plan, tpl, _env_list(ident["env"]) if ident else [])   # job.workdir, if any
     return tpl
 

@@ -58,7 +58,7 @@ def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool
     from reclaunch.runtime.measurements import plan_context
     spec = load_spec(path, catalog)   # priced as `plan` prices it: measured runs, this host
     from reclaunch.providers import planning_catalog
-    catalog = planning_catalog(spec, catalog)   # cloud: kubernetes: the cluster's nodes
+    catalog = planning_catalog(spec, catalog, live=True)   # cloud: kubernetes: its nodes now
     plan = make_plan(spec, catalog, context=plan_context(spec, preflight=preflight))
     provider = get(plan.cloud)
     lock = cluster_lock(plan.name, "up").acquire()
