@@ -5,25 +5,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
-from reclaunch.errors import SpecError
 from reclaunch.spec import parse_spec
 from tests.conftest import EXAMPLES
-
-BASE = (EXAMPLES / "aws-deepfm-p4d.yaml").read_text()
-
-
-def sub(old: str, new: str, text: str = BASE) -> str:
-    assert old in text, old
-    return text.replace(old, new, 1)
-
-
-def problems(text: str) -> list[str]:
-    with pytest.raises(SpecError) as info:
-        parse_spec(text, "c.yaml")
-    assert info.value.exit_code == 2
-    return info.value.problems
+from tests.spec.test_first_hour import BASE, problems, sub   # the same p4d spec and helpers
 
 
 # ------------------------------------------------------------------ one rule for bare sizes
