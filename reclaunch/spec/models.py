@@ -13,6 +13,7 @@ from typing import Annotated, Any, Callable, Literal
 # From pydantic's public submodules, not the package: each first `from pydantic import X` of a
 # module's names runs pydantic's module __getattr__ (a scan of its lazy-import table, issue 25).
 from pydantic.fields import Field, PrivateAttr
+from pydantic.functional_serializers import PlainSerializer
 from pydantic.functional_validators import (AfterValidator, BeforeValidator, field_validator,
                                             model_validator)
 from pydantic.json_schema import WithJsonSchema
@@ -40,7 +41,10 @@ def _signed(fn: Callable) -> Callable:
 
 Count = Annotated[int, BeforeValidator(_signed(parse_count)), WithJsonSchema(COUNT_JSON_SCHEMA)]
 # One rule for every size in a spec: a unit ("12GB", "1.2TiB"), or a bare number of GiB (units.py).
-Size = Annotated[int, BeforeValidator(parse_spec_size), WithJsonSchema(SIZE_JSON_SCHEMA)]
+# Dumped as bytes with their unit ("67108864B"): a dumped spec read back (the journal's spec
+# text, model_validate of a dump) must not take its byte counts for GiB.
+Size = Annotated[int, BeforeValidator(parse_spec_size), WithJsonSchema(SIZE_JSON_SCHEMA),
+                 PlainSerializer(lambda n: f"{n}B", return_type=str)]
 ImageSize = Annotated[Size, AfterValidator(image_size)]   # and no bigger than an image can be
 
 

@@ -126,3 +126,20 @@ def test_plan_and_up_word_a_budget_just_under_the_p90_apart() -> None:
     said = re.search(r"estimated \$([\d,.]+) \(P90\) is over budget.max_usd \$([\d,.]+)",
                      budget_problem(plan))
     assert said and said.group(1) != said.group(2)
+
+
+def test_a_dumped_spec_reads_back_with_the_same_sizes() -> None:
+    # the journal keeps a local run's spec as YAML of its dump (providers/local _spec_text):
+    # byte counts read back as GiB would make every later diagnose plan-less
+    import yaml
+
+    from reclaunch.spec.models import Spec
+
+    spec = parse_spec(sub("  image: ghcr.io/acme/recsys-train:1.4",
+                          "  image: ghcr.io/acme/recsys-train:1.4\n  image_size: 12GB"))
+    for doc in (spec.model_dump(mode="json"), spec.model_dump()):
+        back = Spec.model_validate(doc)
+        assert (back.storage.size, back.job.image_size, back.job.workdir_max_size) == \
+            (spec.storage.size, 12 * 10**9, 64 * 2**20)
+    text = yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False)
+    assert parse_spec(text).storage.size == spec.storage.size
