@@ -20,7 +20,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reclaunch.catalog import prebuilt  # noqa: E402
 from reclaunch.planner import fit  # noqa: E402
 from reclaunch.planner.published import rows, source_of  # noqa: E402
 
@@ -71,7 +70,6 @@ def write(values: list[float], loso: list[float], n: int) -> None:
     else:
         text = text.replace("  overlap: >-\n", block + "  overlap: >-\n", 1)
     YAML.write_text(text)
-    prebuilt.write()   # planner.yaml's parsed twin follows it
 
 
 def main() -> None:

@@ -169,13 +169,16 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     else:
         from reclaunch.cli.dryrun import needs_a_person
         from reclaunch.ui.dryrun import person_lines
-        from reclaunch.ui.grid import bold_ok, terminal_width
+        from reclaunch.ui.grid import bold_ok, terminal_width, wrap
 
         bold = bold_ok()   # plain text, no rich: rich's import and layout cost start-up (issue 25)
         width = terminal_width(110)
         echo(plan_view.render_plan(the_plan, width=width, bold=bold))
         for line in person_lines(needs_a_person(the_plan), width):   # the list `up` shows
             echo(line)
+        if not the_plan.spec.runs_here:   # plan renders no pods: it says where the check runs
+            echo("\n".join(wrap(f"pods on nodes: not checked by plan; `reclaunch up {file} "
+                                "--dry-run` (or render, preview) checks them", width, "  ")))
         if rows is not None:
             echo(plan_view.render_compare(rows, width=terminal_width(140), top=top or None,
                                           bold=bold))
@@ -220,6 +223,7 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
     if not out_dir:   # printed: secret-looking values redacted (secrets.py); --out writes them
         click.echo(to_yaml(redacted(objs + pre[-1:])), nl=False)
         _claim_note(spec, with_storage)
+        _fit_or_exit(the_plan, objs, file)
         return
     private = holds_user_env(the_plan)   # files that may hold job.env values: owner-only
     # Two folders: `kubectl apply -f DIR` must not start the preflight beside the training
@@ -252,6 +256,17 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
                    f"(`kubectl apply -f {out}` applies them too): " + ", ".join(stale[:5])
                    + (" ..." if len(stale) > 5 else ""), err=True)
     _claim_note(spec, with_storage)
+    _fit_or_exit(the_plan, objs, file)
+
+
+def _fit_or_exit(plan, objs, file: str) -> None:
+    """Exit 1 (after the manifests are out) when a pod may not fit a modelled node: the check
+    `up` refuses on and `preview` reports, run here without any SDK."""
+    from reclaunch.cli.dryrun import pods_fit
+    from reclaunch.manifests.launch import launch_of
+
+    if not pods_fit(plan, launch_of(plan, objs), file):
+        sys.exit(1)
 
 
 def _claim_note(spec, with_storage: bool = False) -> None:

@@ -6,15 +6,13 @@ from functools import lru_cache
 from typing import Any
 
 from reclaunch import clouds
-from reclaunch.catalog import package_data
-from reclaunch.catalog.prebuilt import load
+from reclaunch.catalog import package_data, parse_yaml
 
 
 def data_yaml(name: str) -> Any:
     """A YAML file of planner/data, read and parsed as the catalog reads its own data files
     (a fresh object each call: callers cache it, and _constants amends its copy)."""
-    # parsed ahead of time where the twin was made from this text (catalog/prebuilt.py)
-    return load(f"planner/data/{name}", package_data(__file__, __package__, name))
+    return parse_yaml(package_data(__file__, __package__, name))
 
 
 def constants() -> dict[str, Any]:

@@ -48,7 +48,7 @@ def gather(spec, *, cloud: str, instance: str | None, gpus_per_node: int, nodes:
                     "host") + "; run `reclaunch calibrate` to measure this host"
         notes.append(f"cloud: local throughput is {cal_line}")
     hit = None
-    if ctx.measurements:   # the key hashes the model's JSON dump (~5 M instructions cold): only
+    if ctx.measurements:   # the key hashes the model's JSON dump (imports json): only
         key = meas.key_for(spec, cloud=cloud, instance=instance, gpus_per_node=gpus_per_node,
                            nodes=nodes, sharding=meas.sharding_of(sharding), host_id=ctx.host_id)
         hit = meas.match(ctx.measurements, key)   # against records, when there are any

@@ -20,7 +20,7 @@ def model_signature(spec) -> str:
     """Hash of what makes two jobs the same training work: the model (preset, tables, dims,
     MLP, interaction), the optimizer and gradient accumulation. Not the name, the dataset size,
     checkpoints or the cloud: those do not change samples/s."""
-    import json   # a plan without measured runs never needs it (~6 M instructions, issue 25)
+    import json   # a plan without measured runs never needs it: kept off the start-up path
 
     doc = {"model": spec.model.model_dump(mode="json"), "optimizer": spec.job.optimizer,
            "grad_accumulation": spec.job.grad_accumulation}

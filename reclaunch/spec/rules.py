@@ -261,6 +261,10 @@ def _bucket_rules(s: "Spec") -> list[Problem]:
     if created and not buckets.is_url(ckpt):
         out.append((("storage", "kind"), "bucket stores checkpoints in object storage: set "
                     "job.checkpoint.path to a URL such as s3://BUCKET/PREFIX (gs://, az:// on gcp, azure)"))
+    if s.job.checkpoint.expire_days and not created:
+        out.append((("job", "checkpoint", "expire_days"), "sets the lifecycle rule of the bucket "
+                    "`up` creates (storage.kind: bucket); a bucket or file system of your own "
+                    "keeps its own rules"))
     if created and s.job.dataset.path and not buckets.is_url(data):
         out.append((("job", "dataset", "path"), "storage.kind bucket mounts no file system: "
                     "give the dataset as a URL (s3://BUCKET/PREFIX) or use a file system kind"))

@@ -36,6 +36,8 @@ DOCS: dict[str, str] = {
     "Capacity.kind": "What was bought: odcr, capacity-block (aws), gcp-reservation, azure-crg",
     "Checkpoint.path": "Where checkpoints go; relative paths live on the storage mount",
     "Checkpoint.every_minutes": "Minutes between checkpoints (what a reclaim can lose, half of it on average)",
+    "Checkpoint.expire_days": ("storage.kind bucket only: the bucket deletes checkpoints this many "
+                               "days after they were written (default: never)"),
     "Dataset.samples": "Training samples per epoch, e.g. 4.2e9",
     "Dataset.epochs": "Passes over the dataset (may be fractional)",
     "Interconnect.inter_node": "Network between nodes; auto picks the instance's (efa, infiniband, tcpx, tcpxo)",

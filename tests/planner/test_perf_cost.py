@@ -87,7 +87,8 @@ def test_spot_max_price_below_spot_warns_and_missing_spot_is_none():
 def test_stale_price_warning_names_the_date():
     cat = bundled_catalog()
     old = dt.date(2020, 1, 2)
-    cat = cat._replace(offers=tuple(dataclasses.replace(o, price_as_of=old) for o in cat.offers))
+    cat = dataclasses.replace(
+        cat, offers=tuple(dataclasses.replace(o, price_as_of=old) for o in cat.offers))
     p = make_plan(make_spec(), cat)
     assert p.cost.stale and any("2020-01-02" in w for w in p.warnings)
 

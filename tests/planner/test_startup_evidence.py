@@ -224,3 +224,12 @@ def test_noisy_points_fall_back_to_the_better_of_offset_and_ratio():
     ratio = sum(p.step_s for p in noisy.points) / sum(xs)
     worse = max(abs(p.step_s / (ratio * x) - 1) for p, x in zip(noisy.points, xs))
     assert max(abs(r) for r in f.residuals) < worse
+
+
+def test_a_spot_plan_with_fallback_says_when_the_autoscaler_tries_on_demand():
+    note = "after 10 min without a Ready node"
+    spot = make_plan(make_spec(spot={"enabled": True, "fallback": "on-demand"}), bundled_catalog())
+    assert any(note in n for n in spot.startup.notes)
+    for spec in (make_spec(spot={"enabled": True, "fallback": "none"}),
+                 make_spec(spot={"enabled": False})):
+        assert not any(note in n for n in make_plan(spec, bundled_catalog()).startup.notes)
