@@ -115,7 +115,9 @@ def test_an_unknown_flag_on_two_nodes_stops_after_the_first_attempt(home, provid
     assert st.state == "Failed"
     assert "every rank (2 of 2) failed the same way on its first attempt" in st.message, st.message
     assert "unrecognized arguments: --foo" in st.message
-    for node in (0, 1):     # one attempt (a second may have begun while stopping), never 7
+    # decided on the first attempt; torchrun may start another while its agent is being
+    # stopped (SIGTERM, grace, SIGKILL), as in the single-node test above: never the 7 allowed
+    for node in (0, 1):
         log = lp.node_log(home / "local" / "flag", node).read_text()
-        assert 1 <= log.count("failed (exitcode") <= 2, log
+        assert 1 <= log.count("failed (exitcode") <= 3, log
     provider.down("flag", yes=True)
