@@ -3,28 +3,33 @@
 Every fact about a cloud that a pure layer needs (the spec's choices, storage kinds,
 reservations, the cluster-name rule, spot taints, node reserves, planner prices, preview mock
 outputs, its add-ons and fabrics) is declared once, in that cloud's own package:
-`reclaunch/providers/<cloud>/facts.py`, a module of plain data that imports nothing but this
-one. This module sits at the bottom of the layers (tests/layout: "facts"), so catalog, spec,
-fabric, planner, stacks and manifests all read the same object (SkyPilot keeps a cloud's facts
-on one `Cloud` class; dstack names every backend in one `BackendType`).
+`<package>/facts.py`, a module of plain data that imports nothing but this one. This module
+sits at the bottom of the layers (tests/layout: "facts"), so catalog, spec, fabric, planner,
+stacks and manifests all read the same object (SkyPilot keeps a cloud's facts on one `Cloud`
+class; dstack names every backend in one `BackendType`).
 
-A facts file is loaded from its path, never by importing its package: `providers/<cloud>/
-__init__.py` is the provider (SDKs, the runtime) and must not run when the catalog asks which
-clouds exist. A cloud outside this tree registers through RECLAUNCH_CLOUDS, a comma-separated
-list of importable modules that each define FACTS (a CloudFacts); `reload()` re-reads both.
+A cloud package has three parts that show its layers: `facts.py` (data, the bottom),
+`provider.py` (behaviour: SDKs, the runtime; the top) and an empty `__init__.py`, so importing
+the facts never runs the provider. The built-in clouds are BUILTIN below; a cloud from outside
+this tree registers through the entry-point group GROUP (as TorchX's `torchx.schedulers`):
+
+    [project.entry-points."reclaunch.clouds"]
+    toy = "toycloud.facts"
+
+or, for tests and one-off runs, RECLAUNCH_CLOUDS: a comma-separated list of such modules.
+`reload()` reads both again.
 """
 
 import importlib
-import importlib.machinery
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
-# The one registry line per built-in cloud: its provider package under reclaunch/providers/.
+# The one registry line per built-in cloud: its package under reclaunch/providers/ (and, for a
+# cloud with a stack, stacks/<name>/).
 BUILTIN: tuple[str, ...] = ("aws", "azure", "gcp", "kubernetes", "local")
+GROUP = "reclaunch.clouds"          # entry points: name = cloud, value = its facts module
 PLUGINS_ENV = "RECLAUNCH_CLOUDS"
 
 # A cluster name: it names the stack, the tags, the journal record and a directory, never a
@@ -81,9 +86,11 @@ class CloudFacts(NamedTuple):
     """Everything a pure layer needs to know of one target, declared in its facts.py."""
 
     name: str
-    kind: str                                  # "kube": a Pulumi stack + PyTorchJob; "here"
-    provider: str                              # module whose provider() is the Provider
-    stack: str | None = None                   # stacks package (stacks.StackFacts), if any
+    kind: str                                  # "kube": a Pulumi stack + PyTorchJob; "own"; "here"
+    # Module whose provider() is the Provider; None: `provider` beside the facts module.
+    provider: str | None = None
+    # Package implementing stacks.StackFacts (kind "kube"); None: stacks/<name>/ (built-in).
+    stack: str | None = None
     storage: tuple[str, ...] = ("none",)       # spec.facts.STORAGE_KINDS this target provides
     reservation_kinds: tuple[str, ...] = ()    # spec.rules.RESERVATION_ID kinds it sells
     encryption_at_host: bool = False           # security.encryption_at_host is a choice here
@@ -115,39 +122,34 @@ class CloudFacts(NamedTuple):
         return self.kind == "here"
 
 
-def _load_file(cloud: str) -> CloudFacts:
-    home = Path(__file__).with_name("providers") / cloud
-    # Registered under its package's name, so a provider that imports its own facts module
-    # gets this same object; the package's __init__ (the provider) does not run. PathFinder
-    # over that one folder also finds it inside a wheel run as a zip (zipimport).
-    name = f"{__package__}.providers.{cloud}.facts"
-    if name not in sys.modules:
-        spec = importlib.machinery.PathFinder.find_spec(name, [str(home)])
-        if spec is None:
-            raise ImportError(f"no facts.py for cloud {cloud!r} in {home}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-    return _placed(sys.modules[name].FACTS, home)
-
-
-def _placed(facts: CloudFacts, home: Path) -> CloudFacts:
-    return facts if facts.home else facts._replace(home=home)
-
-
-def _load_plugin(module: str) -> CloudFacts:
+def _facts_of(module_name: str, where: str, undo: str = "") -> CloudFacts:
+    """FACTS of a facts module, placed: its folder (`home`) and its provider module."""
     try:
-        mod = importlib.import_module(module)
+        mod = importlib.import_module(module_name)
     except ImportError as exc:   # a person's setting: one line (exit 2), not an internal error
         from reclaunch.errors import UsageError
 
-        raise UsageError(f"{PLUGINS_ENV}: cannot import {module!r} ({exc})",
-                         hint="put its package on PYTHONPATH, or unset the variable") from None
-    return _placed(mod.FACTS, Path(mod.__file__).parent)
+        raise UsageError(f"{where}: cannot import {module_name!r} ({exc})",
+                         hint=f"put its package on PYTHONPATH, or {undo}") from None
+    facts = getattr(mod, "FACTS", None)
+    if not isinstance(facts, CloudFacts):
+        from reclaunch.errors import UsageError
+
+        raise UsageError(f"{where}: {module_name} defines no FACTS (a reclaunch.clouds.CloudFacts)")
+    package = module_name.rpartition(".")[0]
+    return facts._replace(home=facts.home or Path(mod.__file__).parent,
+                          provider=facts.provider or f"{package}.provider")
+
+
+def _registrations() -> Iterator[tuple[str, str, str]]:
+    """(facts module, where it was registered, how to undo that) for every cloud from outside."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=GROUP):
+        dist = ep.dist.name if ep.dist is not None else "its distribution"
+        yield ep.module, f"entry point {ep.name!r} ({GROUP})", f"uninstall {dist}"
+    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+        yield module, PLUGINS_ENV, "unset the variable"
 
 
 _registry: dict[str, CloudFacts] | None = None
@@ -157,16 +159,21 @@ _generation = 0
 def _all() -> dict[str, CloudFacts]:
     global _registry
     if _registry is None:
-        found = {c: _load_file(c) for c in BUILTIN}
-        for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
-            f = _load_plugin(module)
+        found = {c: _facts_of(f"{__package__}.providers.{c}.facts", "built-in") for c in BUILTIN}
+        for module, where, undo in _registrations():
+            f = _facts_of(module, where, undo)
+            if f.name in BUILTIN:
+                from reclaunch.errors import UsageError
+
+                raise UsageError(f"{where}: {module} registers cloud {f.name!r}, which is built in",
+                                 hint="give the cloud another name")
             found[f.name] = f
         _registry = found
     return _registry
 
 
 def reload() -> None:
-    """Read the registry again (after RECLAUNCH_CLOUDS changed); caches keyed by generation()
+    """Read the registry again (after a registration changed); caches keyed by generation()
     (the bundled catalog, the fabric profiles) follow."""
     global _registry, _generation
     _registry = None

@@ -1,8 +1,9 @@
 """Pulumi programs, one package per cloud, each exposing `program(plan)`.
 
 Which program belongs to which cloud is declared once, in that cloud's CloudSpec
-(reclaunch/providers/<cloud>/__init__.py); which package is its stack, in its facts
-(reclaunch/providers/<cloud>/facts.py). Importing this package imports no Pulumi SDK.
+(reclaunch/providers/<cloud>/provider.py). A built-in cloud with a stack (facts kind "kube")
+has it here, as `stacks.<cloud>`; a cloud from outside names its own in its facts (`stack`).
+Importing this package imports no Pulumi SDK.
 
 Besides its program, every `stacks.<cloud>` package implements `StackFacts`: the pure facts
 the launch reads from the stack (its node pools, where a job pod must go, what needs a
@@ -41,12 +42,20 @@ class StackContractError(TypeError):
     """A stack package that does not implement StackFacts: a bug in the repo, not in input."""
 
 
-def facts(cloud: str) -> ModuleType | None:
-    """The cloud's stack package (its facts' `stack`, stacks.<cloud> for ours) checked against
-    StackFacts; None for a target with no stack (local)."""
+def package_name(cloud: str) -> str | None:
+    """The cloud's stack package: its facts' `stack`, else stacks.<cloud> for a built-in cloud
+    with a stack (kind "kube"); None for a target with no stack (local, a cluster you bring)."""
     from reclaunch import clouds
 
-    name = clouds.get(cloud).stack if clouds.known(cloud) else None
+    if not clouds.known(cloud):
+        return None
+    f = clouds.get(cloud)
+    return f.stack or (f"{__name__}.{cloud}" if f.kind == "kube" else None)
+
+
+def facts(cloud: str) -> ModuleType | None:
+    """The cloud's stack package checked against StackFacts; None for a target with no stack."""
+    name = package_name(cloud)
     if name is None:
         return None
     pkg = importlib.import_module(name)

@@ -28,7 +28,7 @@ ROOT_VOLUME_GIB = 200
 # Let `up` wait for the GPU groups' instances: with "0" the stack reports success while the
 # group's launches fail (InsufficientInstanceCapacity), and the capacity fallback never runs.
 # On timeout the AWS provider reads the groups' scaling activities into the error text
-# (reclaunch.providers.aws.scaling_failures), which classify() maps to a capacity kind.
+# (reclaunch.providers.aws.provider.scaling_failures), which classify() maps to a capacity kind.
 WAIT_FOR_CAPACITY = "20m"
 # kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md, "Full Cluster
 # Autoscaler Features Policy": describe calls on "*" (they take no resource), the two

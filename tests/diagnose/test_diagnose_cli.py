@@ -27,7 +27,7 @@ def _cli(capsys, *args) -> tuple[int, str, str]:
 def local_run():
     """A finished local-deepfm run: journal record (as `up` writes it) and two node logs."""
     from reclaunch.planner import make_plan
-    from reclaunch.providers.local import _journal
+    from reclaunch.providers.local.provider import _journal
     from reclaunch.providers.local import proc as lp
     from reclaunch.spec import load_spec
 

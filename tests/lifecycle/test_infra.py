@@ -53,7 +53,7 @@ def test_pulumi_infra_checks_cli_before_touching_state(no_pulumi):
 def test_down_without_cli_stops_too(no_pulumi, plan):
     from reclaunch.runtime.journal import Journal
     from reclaunch.runtime.lifecycle import record_for
-    from reclaunch.providers import aws
+    from reclaunch.providers.aws import provider as aws
     Journal(plan.name).save_record(record_for(plan))
     with pytest.raises(ProviderError, match="Pulumi CLI not found"):
         aws.provider().down(plan.name, yes=True)
@@ -70,7 +70,7 @@ def test_missing_credentials_one_line(cloud, needle, monkeypatch, tmp_path):
                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "GCE_METADATA_HOST", "IDENTITY_ENDPOINT"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    mod = importlib.import_module(f"reclaunch.providers.{cloud}")
+    mod = importlib.import_module(f"reclaunch.providers.{cloud}.provider")
     problem = mod.credentials()
     assert problem and needle in problem[1]
     fake_pulumi = tmp_path / "bin" / "pulumi"

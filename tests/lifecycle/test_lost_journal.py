@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from reclaunch.errors import ReclaunchError, UsageError
-from reclaunch.providers import aws
+from reclaunch.providers.aws import provider as aws
 from reclaunch.runtime import lifecycle
 from reclaunch.runtime.lifecycle import Pacing
 from reclaunch.runtime.backend import redact

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from reclaunch.manifests import job as jobmod
-from reclaunch.providers import aws
+from reclaunch.providers.aws import provider as aws
 from reclaunch.providers.options import UpOptions
 from reclaunch.runtime import lifecycle
 

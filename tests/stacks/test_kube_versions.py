@@ -138,7 +138,7 @@ def _recorded_eks(plan):
 def test_up_hands_the_cloud_answer_to_the_program_as_stack_config():
     import dataclasses
 
-    from reclaunch.providers.aws import CLOUD
+    from reclaunch.providers.aws.provider import CLOUD
     from reclaunch.providers.kubecloud import KubeCloudProvider
 
     plan = make_plan("aws")

@@ -75,7 +75,7 @@ def _zone_names(region: str, zone_ids: tuple[str, ...]) -> tuple[str, ...]:
 
 
 FACTS = CloudFacts(
-    name="aws", kind="kube", provider="reclaunch.providers.aws", stack="stacks.aws",
+    name="aws", kind="kube",
     aliases=("amazon", "ec2", "eks", "amazon-web-services"), zone_names=_zone_names,
     storage=("fsx-lustre", "efs", "cephfs", "pvc", "bucket", "none"),
     reservation_kinds=("odcr", "capacity-block"),

@@ -55,7 +55,7 @@ def _zone_names(region: str, zone_ids: tuple[str, ...]) -> tuple[str, ...]:
 
 
 FACTS = CloudFacts(
-    name="azure", aliases=("microsoft", "aks", "microsoft-azure"), zone_names=_zone_names, kind="kube", provider="reclaunch.providers.azure", stack="stacks.azure",
+    name="azure", aliases=("microsoft", "aks", "microsoft-azure"), zone_names=_zone_names, kind="kube",
     storage=("azure-lustre", "azure-files", "cephfs", "pvc", "bucket", "none"),
     reservation_kinds=("azure-crg",),
     encryption_at_host=True,   # the others always encrypt at the host

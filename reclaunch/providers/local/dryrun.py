@@ -14,7 +14,7 @@ PORT = "<port>"   # chosen at `up` (a free one on 127.0.0.1)
 
 def agent_command(plan: "Plan", node: int, *, join_timeout: int = 300,
                   last_call_timeout: int = 10) -> list[str]:
-    from reclaunch.providers.local import entrypoint
+    from reclaunch.providers.local.provider import entrypoint
 
     spec = plan.spec
     conf = ",".join(f"{k}={v}" for k, v in {
