@@ -109,6 +109,10 @@ class CloudFacts(NamedTuple):
     # pvc_usd_per_gb_month (each with its source in the facts file).
     planner: Mapping[str, float] = _EMPTY
     preview: PreviewFacts = PreviewFacts()
+    # The pip extra with its SDKs, and the modules it brings (`reclaunch check` looks for them;
+    # pyproject.toml's [project.optional-dependencies] installs them).
+    pip_extra: str | None = None
+    sdk_modules: tuple[str, ...] = ()
     offers: str | None = None                  # catalog rows CSV next to the facts file
     home: Path | None = None                   # the facts file's folder (set by the loader)
     # Other names people write for this target (`cloud: amazon`): validate's "did you mean".

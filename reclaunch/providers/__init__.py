@@ -89,8 +89,9 @@ def schedule_for(plan: "Plan", catalog=None) -> list[dict[str, Any]]:
 
 
 def cloud_spec(cloud: str):
-    """The `CloudSpec` of a Kubernetes cloud (its provider module, providers/<cloud>/provider.py)."""
-    return _package(cloud, ("kube",)).CLOUD
+    """The `CloudSpec` of a Kubernetes target (its provider module, providers/<cloud>/provider.py):
+    a cloud with a stack, or a cluster you bring."""
+    return _package(cloud, ("kube", "own")).CLOUD
 
 
 def _load(target: str):
@@ -166,6 +167,5 @@ def preview_plan(plan: "Plan") -> list[dict[str, Any]]:
         raise UsageError(f"cloud: {plan.cloud} creates no cloud resources, so there is nothing "
                          f"to preview", hint=f"preview works for {', '.join(clouds.kube_names())}; "
                          "`reclaunch plan` and `reclaunch render` work for every cloud")
-    spec = cloud_spec(plan.cloud)
-    return preview(plan, program=stack_program(plan.cloud), extra=spec.pip_extra)
+    return preview(plan, program=stack_program(plan.cloud), extra=clouds.get(plan.cloud).pip_extra)
 

@@ -71,8 +71,8 @@ def test_missing_credentials_one_line(cloud, needle, monkeypatch, tmp_path):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     mod = importlib.import_module(f"reclaunch.providers.{cloud}.provider")
-    problem = mod.credentials()
-    assert problem and needle in problem[1]
+    got = mod.credentials()   # the same check `reclaunch check` prints
+    assert got.ok is False and needle in got.fix
     fake_pulumi = tmp_path / "bin" / "pulumi"
     fake_pulumi.parent.mkdir()
     fake_pulumi.write_text("#!/bin/sh\nexit 0\n")

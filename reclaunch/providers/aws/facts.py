@@ -121,4 +121,6 @@ FACTS = CloudFacts(
         "pvc_usd_per_gb_month": 0.08,          # prices.md: EBS gp3 0.08
     },
     preview=PreviewFacts(sdk_packages={"aws": "pulumi_aws"}, outputs=_outputs, calls=_calls),
+    pip_extra="aws",
+    sdk_modules=("boto3", "pulumi", "pulumi_aws", "pulumi_kubernetes", "kubernetes"),
 )

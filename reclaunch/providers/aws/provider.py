@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-from reclaunch.providers.kubecloud import (CAPACITY, QUOTA, SPOT_CAPACITY, SPOT_QUOTA, CloudSpec,
-                                           KubeCloudProvider)
+from reclaunch.providers.aws.quota import quota
+from reclaunch.providers.kubecloud import (CAPACITY, QUOTA, SPOT_CAPACITY, SPOT_QUOTA, Answer,
+                                           CloudSpec, KubeCloudProvider)
 
 # (regex over the engine's error text, kind); first match wins, so specific before general.
 ERRORS: list[tuple[str, str]] = [
@@ -25,24 +23,21 @@ CAPACITY_FIX = ("add zones to `zones:`, enable `spot.fallback: on-demand`, or us
                 "reservation / another region")
 
 
-def credentials() -> tuple[str, str] | None:
-    env = os.environ
-    if any(env.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
-                                "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-                                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")):
-        return None
-    files = [env.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials"),
-             env.get("AWS_CONFIG_FILE", "~/.aws/config")]
-    if any(Path(f).expanduser().is_file() for f in files):
-        return None
-    try:  # instance profiles and the rest of botocore's chain
-        import boto3
-        if boto3.Session().get_credentials() is not None:
-            return None
-    except Exception:
-        pass
-    return ("no AWS credentials found",
-            "run `aws configure` or `aws sso login`, or set AWS_PROFILE / AWS_ACCESS_KEY_ID")
+def credentials() -> Answer:
+    """What botocore's credential chain finds (environment, ~/.aws files, SSO, a role), as
+    `up` and `reclaunch check` both see it."""
+    try:
+        import botocore.session
+    except ImportError:
+        return Answer(None, "cannot tell: botocore is not installed", "pip install 'reclaunch[aws]'")
+    try:
+        creds = botocore.session.get_session().get_credentials()
+    except Exception as exc:  # noqa: BLE001 - a broken config file is an answer, not a crash
+        return Answer(False, f"unreadable AWS config: {str(exc)[:200]}", "aws configure")
+    if creds is None:
+        return Answer(False, "no AWS credentials found (env, ~/.aws, SSO, role)",
+                      "run `aws configure` or `aws sso login`, or set AWS_PROFILE / AWS_ACCESS_KEY_ID")
+    return Answer(True, f"found ({getattr(creds, 'method', 'configured')})")
 
 
 def stack_config(plan) -> dict[str, str]:
@@ -77,8 +72,8 @@ def scaling_failures(plan, client=None, limit: int = 10) -> str:
 
 CLOUD = CloudSpec(name="aws", program="stacks.aws.program:program",
                   sweeper="reclaunch.providers.aws.sweep:AwsSweeper",
-                  prices="reclaunch.providers.aws.pricing:fetch_prices", pip_extra="aws",
-                  credentials=credentials,
+                  prices="reclaunch.providers.aws.pricing:fetch_prices",
+                  credentials=credentials, quota=quota,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
                   kube_versions="reclaunch.providers.aws.versions:offered",
                   stack_config=stack_config, diagnose=scaling_failures,

@@ -92,4 +92,7 @@ FACTS = CloudFacts(
     },
     preview=PreviewFacts(sdk_packages={"azure-native": "pulumi_azure_native"},
                          outputs=_outputs, calls=_calls),
+    pip_extra="azure",
+    sdk_modules=("azure.identity", "azure.mgmt.compute", "pulumi", "pulumi_azure_native",
+                 "pulumi_kubernetes", "kubernetes"),
 )

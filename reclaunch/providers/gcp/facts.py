@@ -80,4 +80,7 @@ FACTS = CloudFacts(
                          nested_tags={"gcp:container/nodePool:NodePool":
                                       "node_config.resource_labels"},
                          outputs=_outputs, calls=_calls),
+    pip_extra="gcp",
+    sdk_modules=("google.cloud.compute_v1", "pulumi", "pulumi_gcp", "pulumi_kubernetes",
+                 "kubernetes"),
 )

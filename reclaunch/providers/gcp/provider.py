@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from reclaunch.providers.kubecloud import (CAPACITY, QUOTA, SPOT_CAPACITY, SPOT_QUOTA, CloudSpec,
-                                           KubeCloudProvider)
+from reclaunch.providers.kubecloud import (CAPACITY, QUOTA, SPOT_CAPACITY, SPOT_QUOTA, Answer,
+                                           CloudSpec, KubeCloudProvider)
 
 ERRORS: list[tuple[str, str]] = [
     (r"(PREEMPTIBLE|SPOT)_[A-Z_]*\b.*(quota|exceeded)|Quota '(PREEMPTIBLE|SPOT)", SPOT_QUOTA),
@@ -23,24 +23,43 @@ CAPACITY_FIX = ("add zones to `zones:`, enable `spot.fallback: on-demand`, or us
                 "/ another region")
 
 
-def credentials() -> tuple[str, str] | None:
-    env = os.environ
-    f = env.get("GOOGLE_APPLICATION_CREDENTIALS") or env.get("GOOGLE_CREDENTIALS")
-    if f and (f.lstrip().startswith("{") or Path(f).expanduser().is_file()):
-        return None
-    cfg = Path(env.get("CLOUDSDK_CONFIG", "~/.config/gcloud")).expanduser()
-    if (cfg / "application_default_credentials.json").is_file():
-        return None
-    if env.get("GCE_METADATA_HOST"):
-        return None
-    return ("no Google Cloud credentials found",
-            "run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS "
-            "to a service-account key file")
+def env_project(env=None) -> str | None:
+    env = os.environ if env is None else env
+    return env.get("GOOGLE_CLOUD_PROJECT") or env.get("CLOUDSDK_CORE_PROJECT") or None
+
+
+def credentials(env=None) -> Answer:
+    """Where google-auth would find credentials (a key file or JSON in the environment, the
+    application default credentials gcloud wrote, the metadata server) and the project, as
+    `up` and `check` see them. Without a project in the environment: "cannot tell" (the
+    credentials or gcloud's config may carry one)."""
+    env = os.environ if env is None else env
+    key = env.get("GOOGLE_APPLICATION_CREDENTIALS") or env.get("GOOGLE_CREDENTIALS")
+    conf = Path(env.get("CLOUDSDK_CONFIG") or Path(env.get("HOME", "~")) / ".config" / "gcloud")
+    adc = conf.expanduser() / "application_default_credentials.json"
+    if key and key.lstrip().startswith("{"):
+        found = "a service-account key in the environment"
+    elif key:
+        if not Path(key).expanduser().is_file():
+            return Answer(False, f"GOOGLE_APPLICATION_CREDENTIALS={key} (no such file)",
+                          "point it at a key file")
+        found = f"GOOGLE_APPLICATION_CREDENTIALS={key}"
+    elif adc.is_file():
+        found = f"application default credentials in {adc}"
+    elif env.get("GCE_METADATA_HOST"):
+        found = "the metadata server (GCE_METADATA_HOST)"
+    else:
+        return Answer(False, "no Google Cloud credentials found",
+                      "run `gcloud auth application-default login`, or set "
+                      "GOOGLE_APPLICATION_CREDENTIALS to a service-account key file")
+    if env_project(env):
+        return Answer(True, found)
+    return Answer(None, f"{found}; GOOGLE_CLOUD_PROJECT unset", "export GOOGLE_CLOUD_PROJECT=<project id>")
 
 
 def stack_config(plan) -> dict[str, str]:
     cfg = {"gcp:region": plan.region} if plan.region else {}
-    project = os.environ.get("GOOGLE_CLOUD_PROJECT") or os.environ.get("CLOUDSDK_CORE_PROJECT")
+    project = env_project()
     if project:
         cfg["gcp:project"] = project
     return cfg
@@ -48,8 +67,10 @@ def stack_config(plan) -> dict[str, str]:
 
 CLOUD = CloudSpec(name="gcp", program="stacks.gcp.program:program",
                   sweeper="reclaunch.providers.gcp.sweep:GcpSweeper",
-                  prices="reclaunch.providers.gcp.pricing:fetch_prices", pip_extra="gcp",
+                  prices="reclaunch.providers.gcp.pricing:fetch_prices",
                   credentials=credentials,
+                  quota_by_hand="`gcloud compute regions describe {region}` (the GPU's quota "
+                                "metric, e.g. NVIDIA_H100_GPUS, or its committed/preemptible variant)",
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
                   kube_versions="reclaunch.providers.gcp.versions:offered",
                   stack_config=stack_config)

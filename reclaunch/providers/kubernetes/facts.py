@@ -21,4 +21,5 @@ FACTS = CloudFacts(
     # (spec/kubernetes.py), so no reclaim rate; a PVC is billed wherever the cluster runs.
     planner={"reclaim_rate_per_node_hour": 0.0, "control_plane_usd_per_hour": 0.0,
              "pvc_usd_per_gb_month": 0.0},
+    pip_extra="k8s", sdk_modules=("kubernetes",),
 )

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from reclaunch.errors import ProviderError
-from reclaunch.providers.kubecloud import CloudSpec, KubeCloudProvider
+from reclaunch.providers.kubecloud import Answer, CloudSpec, KubeCloudProvider
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.catalog import Catalog
@@ -26,9 +26,33 @@ if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.runtime.journal import ClusterRecord
 
 NAME = "kubernetes"
+
+
+def credentials() -> Answer:
+    """The kubeconfig is the credential (its tokens and exec plugins are its own)."""
+    from reclaunch.providers.kubernetes.connect import (KUBECONFIG_FIX, kubeconfig_missing,
+                                                        kubeconfig_path)
+
+    if kubeconfig_missing():
+        return Answer(False, f"no kubeconfig at {kubeconfig_path()}", KUBECONFIG_FIX)
+    return Answer(True, f"kubeconfig {kubeconfig_path()}")
+
+
+def operator(plan: "Plan") -> Answer:
+    """`check FILE`: is the training operator installed in the plan's cluster."""
+    from reclaunch.providers.kubernetes.connect import CRD, OPERATOR_FIX, operator_problem
+
+    try:
+        problem = operator_problem(_connect(plan.region))
+    except ProviderError as exc:
+        return Answer(False, f"cannot reach {plan.region}: {exc}", exc.hint)
+    return Answer(problem is None, problem or f"{CRD} v1 is served in {plan.region}",
+                  OPERATOR_FIX if problem else None)
+
+
 CLOUD = CloudSpec(name=NAME, program="", sweeper="reclaunch.providers.kubernetes.sweep:KubernetesSweeper",
-                  prices="", pip_extra="k8s", credentials=lambda: None, errors=[],
-                  quota_fix="", capacity_fix="")
+                  prices="", credentials=credentials, errors=[], quota_fix="", capacity_fix="",
+                  readiness=("training operator", operator))
 
 
 def _connect(context: str | None):

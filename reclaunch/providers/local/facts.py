@@ -11,4 +11,5 @@ FACTS = CloudFacts(
     fabrics=(GLOO,),
     planner={"reclaim_rate_per_node_hour": 0.0, "control_plane_usd_per_hour": 0.0,
              "pvc_usd_per_gb_month": 0.0},
+    pip_extra="local", sdk_modules=("torch", "torchrec", "fbgemm_gpu"),
 )
