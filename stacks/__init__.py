@@ -7,7 +7,7 @@ Importing this package imports no Pulumi SDK.
 
 Besides its program, every `stacks.<cloud>` package implements `StackFacts`: the pure facts
 the launch reads from the stack (its node pools, where a job pod must go, what needs a
-person before `up`). The manifests read them through `facts(cloud)`, which refuses a package
+person before `up`, what a pod carries for the bucket identity). The manifests read them through `facts(cloud)`, which refuses a package
 that lacks one, so a renamed function fails loudly instead of making a check find no pools.
 """
 
@@ -33,6 +33,10 @@ class StackFacts(Protocol):
 
     def manual_prerequisites(self, plan: "Plan") -> list[str]:
         """What a person must do before `up` (quotas, registrations, reservations to buy)."""
+
+    def pod_identity(self, plan: "Plan") -> dict[str, Any]:
+        """{labels, env} a job pod adds to use the bucket identity the stack creates
+        (stacks/identity.py: the ServiceAccount is common; what else the cloud needs is here)."""
 
 
 FACTS = tuple(n for n in vars(StackFacts) if not n.startswith("_") and callable(vars(StackFacts)[n]))

@@ -16,3 +16,9 @@ def job_placement(plan):
     from stacks.aws.pools import job_placement
 
     return job_placement(plan)
+
+
+def pod_identity(plan):
+    """{labels, env} the job pods add for the bucket identity: none (EKS Pod Identity
+    associates the role with the namespace and service account)."""
+    return {"labels": {}, "env": {}}

@@ -16,3 +16,10 @@ def job_placement(plan):
     from stacks.azure.pools import job_placement
 
     return job_placement(plan)
+
+
+def pod_identity(plan):
+    """{labels, env} the job pods add for the bucket identity (AKS workload identity)."""
+    from stacks.azure.identity import pod_identity
+
+    return pod_identity(plan)

@@ -16,3 +16,9 @@ def job_placement(plan):
     from stacks.gcp.pools import job_placement
 
     return job_placement(plan)
+
+
+def pod_identity(plan):
+    """{labels, env} the job pods add for the bucket identity: none (GKE Workload Identity
+    binds the Google service account through the ServiceAccount's annotation)."""
+    return {"labels": {}, "env": {}}

@@ -30,3 +30,7 @@ def job_placement(plan):
 
 def manual_prerequisites(plan):
     return list(c.fabric_facts(plan).prerequisites)
+
+
+def pod_identity(plan):
+    return {"labels": {"toy.example/identity": "bucket"}, "env": {}}
