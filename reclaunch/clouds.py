@@ -68,6 +68,16 @@ class FabricFacts(NamedTuple):
     profiles: str | None = None          # "module:ATTR", FabricProfiles outside fabric/profiles.py
 
 
+class ReservationKind(NamedTuple):
+    """Capacity a person buys ahead and `up` launches into (`capacity: {kind, reservation}`)."""
+
+    name: str
+    pattern: str                        # regex a reservation of this kind matches
+    example: str                        # shown when a reservation does not match
+    # Why max_nodes cannot exceed nodes, for a kind that holds a fixed number of instances.
+    fixed_count: str | None = None
+
+
 ETHERNET = FabricFacts("ethernet", generic=True)
 GLOO = FabricFacts("gloo", selectable=False)   # torch.distributed over loopback (cloud: local)
 
@@ -92,7 +102,7 @@ class CloudFacts(NamedTuple):
     # Package implementing stacks.StackFacts (kind "kube"); None: stacks/<name>/ (built-in).
     stack: str | None = None
     storage: tuple[str, ...] = ("none",)       # spec.facts.STORAGE_KINDS this target provides
-    reservation_kinds: tuple[str, ...] = ()    # spec.rules.RESERVATION_ID kinds it sells
+    reservation_kinds: tuple[ReservationKind, ...] = ()   # the reserved capacity it sells
     encryption_at_host: bool = False           # security.encryption_at_host is a choice here
     name_rule: tuple[str, str] = DNS_1035      # (regex, why) a cluster name must match
     fabrics: tuple[FabricFacts, ...] = ()
@@ -239,6 +249,11 @@ def fabric(name: str) -> FabricFacts:
 def selectable_fabrics() -> tuple[str, ...]:
     """The values `interconnect.inter_node` takes besides "auto"."""
     return tuple(n for n, f in fabrics().items() if f.selectable)
+
+
+def reservation_kinds() -> dict[str, ReservationKind]:
+    """Every reservation kind any target sells, by name (the spec's `capacity.kind` choices)."""
+    return {r.name: r for f in _all().values() for r in f.reservation_kinds}
 
 
 def clouds_with_fabric(name: str) -> tuple[str, ...]:

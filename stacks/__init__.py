@@ -7,7 +7,7 @@ Importing this package imports no Pulumi SDK.
 
 Besides its program, every `stacks.<cloud>` package implements `StackFacts`: the pure facts
 the launch reads from the stack (its node pools, where a job pod must go, what needs a
-person before `up`, what a pod carries for the bucket identity). The manifests read them through `facts(cloud)`, which refuses a package
+person before `up`, what a pod carries for the bucket identity, its policy rules). The manifests read them through `facts(cloud)`, which refuses a package
 that lacks one, so a renamed function fails loudly instead of making a check find no pools.
 """
 
@@ -37,6 +37,10 @@ class StackFacts(Protocol):
     def pod_identity(self, plan: "Plan") -> dict[str, Any]:
         """{labels, env} a job pod adds to use the bucket identity the stack creates
         (stacks/identity.py: the ServiceAccount is common; what else the cloud needs is here)."""
+
+    def policy_rules(self) -> dict[str, Any]:
+        """{policy: rule(plan, resources) -> findings} for every policy of
+        stacks.policy.DECLARED (and any of the stack's own), over what its program creates."""
 
 
 FACTS = tuple(n for n in vars(StackFacts) if not n.startswith("_") and callable(vars(StackFacts)[n]))

@@ -95,6 +95,7 @@ def _one_of(choices: Callable[[], tuple[str, ...]],
 
 Cloud = _one_of(clouds.names, clouds.alias_of)
 Fabric = _one_of(lambda: ("auto", *clouds.selectable_fabrics()))
+ReservationKindName = _one_of(lambda: tuple(clouds.reservation_kinds()))
 StorageKind = Literal[tuple(STORAGE_KINDS)]  # type: ignore[valid-type]  (facts.py: one table)
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
@@ -141,10 +142,8 @@ class Capacity(BaseModel):
     """Capacity bought ahead: the stack launches into it, the planner prices it."""
 
     model_config = NESTED
-    reservation: str = Field(min_length=1, max_length=512, description=(
-        "aws: the reservation id (cr-...); gcp: reservation name or "
-        "projects/P/reservations/NAME; azure: capacity reservation group resource id"))
-    kind: Literal["odcr", "capacity-block", "gcp-reservation", "azure-crg"]
+    reservation: str = Field(min_length=1, max_length=512)
+    kind: ReservationKindName
     price_usd_per_hour: Float | None = Field(
         None, gt=0, le=10_000, description="Per instance-hour as bought; null = on-demand price")
 

@@ -23,19 +23,8 @@ from reclaunch.spec.sharders import pin_problems
 # the ZONAL tier's 100 TiB (stacks/gcp/program.py). Bigger sizes stop at validate.
 STORAGE_MAX_BYTES: dict[str, int] = {"azure-lustre": 128 * 2**40, "filestore": 100 * 2**40}
 
-# Reserved-capacity kinds each cloud sells (its facts), and what their names look like.
-RESERVATION_KINDS = clouds.PerCloud(lambda f: f.reservation_kinds)
-_GCP_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
-RESERVATION_ID: dict[str, tuple[str, str]] = {   # kind -> (regex, example)
-    "odcr": (r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),
-    "capacity-block": (r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),
-    "gcp-reservation": (rf"{_GCP_NAME}|projects/[a-z][-a-z0-9]{{4,28}}[a-z0-9]/reservations/{_GCP_NAME}",
-                        "my-h100-reservation"),
-    "azure-crg": (r"/subscriptions/[^/]+/resourceGroups/[^/]+/providers/"
-                  r"Microsoft\.Compute/capacityReservationGroups/[^/]+",
-                  "/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Compute/"
-                  "capacityReservationGroups/<name>"),
-}
+# Reserved-capacity kinds each cloud sells (its facts: name, id pattern, example).
+RESERVATION_KINDS = clouds.PerCloud(lambda f: tuple(r.name for r in f.reservation_kinds))
 
 
 def encryption_at_host_clouds() -> tuple[str, ...]:
@@ -246,16 +235,16 @@ def _capacity_rules(s: "Spec") -> list[Problem]:
         out.append((("capacity", "kind"), f"{cap.kind!r} is not sold on {s.cloud}" +
                     (f"; use {' or '.join(kinds)}" if kinds else "; remove capacity")))
         return out
-    pattern, example = RESERVATION_ID[cap.kind]
-    if not re.fullmatch(pattern, cap.reservation):
+    kind = clouds.reservation_kinds()[cap.kind]
+    if not re.fullmatch(kind.pattern, cap.reservation):
         out.append((("capacity", "reservation"), f"{cap.reservation!r} is not a {cap.kind} "
-                    f"reservation (e.g. {example})"))
+                    f"reservation (e.g. {kind.example})"))
     if s.spot.enabled:
         out.append((("spot", "enabled"), "a capacity reservation is on-demand capacity bought "
                     "ahead; set spot.enabled: false or remove capacity"))
-    if cap.kind == "capacity-block" and s.autoscaling and s.autoscaling.max_nodes > s.nodes:
-        out.append((("autoscaling", "max_nodes"), "a Capacity Block holds a fixed number of "
-                    "instances; max_nodes cannot exceed nodes"))
+    if kind.fixed_count and s.autoscaling and s.autoscaling.max_nodes > s.nodes:
+        out.append((("autoscaling", "max_nodes"), f"{kind.fixed_count}; max_nodes cannot "
+                    "exceed nodes"))
     return out
 
 

@@ -22,3 +22,10 @@ def pod_identity(plan):
     """{labels, env} the job pods add for the bucket identity: none (EKS Pod Identity
     associates the role with the namespace and service account)."""
     return {"labels": {}, "env": {}}
+
+
+def policy_rules():
+    """The EKS stack's rule for each policy of stacks.policy.DECLARED."""
+    from stacks.aws.policy import RULES
+
+    return RULES

@@ -23,3 +23,10 @@ def pod_identity(plan):
     from stacks.azure.identity import pod_identity
 
     return pod_identity(plan)
+
+
+def policy_rules():
+    """The AKS stack's rule for each policy of stacks.policy.DECLARED."""
+    from stacks.azure.policy import RULES
+
+    return RULES

@@ -22,3 +22,10 @@ def pod_identity(plan):
     """{labels, env} the job pods add for the bucket identity: none (GKE Workload Identity
     binds the Google service account through the ServiceAccount's annotation)."""
     return {"labels": {}, "env": {}}
+
+
+def policy_rules():
+    """The GKE stack's rule for each policy of stacks.policy.DECLARED."""
+    from stacks.gcp.policy import RULES
+
+    return RULES

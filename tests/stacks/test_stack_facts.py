@@ -22,7 +22,7 @@ def test_every_kube_cloud_has_a_stack_implementing_the_facts(cloud):
     program = cloud_spec(cloud).program.partition(":")[0]
     assert program.startswith(f"stacks.{cloud}."), program
     assert set(stacks.FACTS) == {"node_pools", "job_placement", "manual_prerequisites",
-                                 "pod_identity"}
+                                 "pod_identity", "policy_rules"}
 
 
 def test_a_target_without_a_stack_has_no_facts():
@@ -71,3 +71,17 @@ def test_a_stack_without_its_pod_identity_fails_loudly(monkeypatch):
     monkeypatch.delattr(aws, "pod_identity")
     with pytest.raises(stacks.StackContractError, match="missing pod_identity"):
         identity.pod_identity(plan)
+
+
+def test_a_stack_that_leaves_a_policy_out_fails_loudly(monkeypatch):
+    """A policy a stack declares no rule for is an error, never a pass (issue 40)."""
+    from stacks import policy
+    from stacks.aws import policy as aws_policy
+
+    plan = make_plan("aws")
+    assert policy.check(plan, []) == []
+    rules = dict(aws_policy.RULES)
+    del rules["no-world-ssh"]
+    monkeypatch.setattr(aws_policy, "RULES", rules)
+    with pytest.raises(stacks.StackContractError, match="stacks.aws declares no rule for policy no-world-ssh"):
+        policy.check(plan, [])

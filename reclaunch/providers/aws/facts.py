@@ -3,7 +3,7 @@ without importing the provider package; nothing here may import an SDK or the ru
 
 from fractions import Fraction
 
-from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts, PreviewFacts
+from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts, PreviewFacts, ReservationKind
 
 EFA = FabricFacts(
     "efa", addons=("aws-efa-k8s-device-plugin",),
@@ -78,7 +78,11 @@ FACTS = CloudFacts(
     name="aws", kind="kube",
     aliases=("amazon", "ec2", "eks", "amazon-web-services"), zone_names=_zone_names,
     storage=("fsx-lustre", "efs", "cephfs", "pvc", "bucket", "none"),
-    reservation_kinds=("odcr", "capacity-block"),
+    # An On-Demand Capacity Reservation or a Capacity Block (both ids are cr-<17 hex>).
+    reservation_kinds=(
+        ReservationKind("odcr", r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),
+        ReservationKind("capacity-block", r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0",
+                        fixed_count="a Capacity Block holds a fixed number of instances")),
     fabrics=(EFA, ETHERNET),
     addons=("nvidia-device-plugin", "cluster-autoscaler", "aws-fsx-csi-driver",
             "eks-node-daemonsets"),

@@ -3,7 +3,7 @@ without importing the provider package; nothing here may import an SDK or the ru
 
 from fractions import Fraction
 
-from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts, PreviewFacts
+from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts, PreviewFacts, ReservationKind
 
 INFINIBAND = FabricFacts(
     "infiniband", addons=("network-operator", "nic-cluster-policy", "nvidia-peermem-reloader"),
@@ -57,7 +57,13 @@ def _zone_names(region: str, zone_ids: tuple[str, ...]) -> tuple[str, ...]:
 FACTS = CloudFacts(
     name="azure", aliases=("microsoft", "aks", "microsoft-azure"), zone_names=_zone_names, kind="kube",
     storage=("azure-lustre", "azure-files", "cephfs", "pvc", "bucket", "none"),
-    reservation_kinds=("azure-crg",),
+    # A capacity reservation group, by its resource id.
+    reservation_kinds=(ReservationKind(
+        "azure-crg",
+        r"/subscriptions/[^/]+/resourceGroups/[^/]+/providers/"
+        r"Microsoft\.Compute/capacityReservationGroups/[^/]+",
+        "/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Compute/"
+        "capacityReservationGroups/<name>"),),
     encryption_at_host=True,   # the others always encrypt at the host
     fabrics=(INFINIBAND, ETHERNET),
     addons=("nvidia-device-plugin", "azurelustre-csi-driver", "aks-node-daemonsets"),

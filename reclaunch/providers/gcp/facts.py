@@ -3,7 +3,7 @@ without importing the provider package; nothing here may import an SDK or the ru
 
 from fractions import Fraction
 
-from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts, PreviewFacts
+from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts, PreviewFacts, ReservationKind
 
 # Jumbo frames on GPU NICs: what Google's A3 guides set for TCPX/TCPXO; RoCE VPCs use 8896
 # (the stack's VPC default elsewhere is 1460).
@@ -40,11 +40,18 @@ def _calls(token: str, args: dict, region: str) -> dict:
     }.get(token, {})
 
 
+# A GCP resource name (cloud.google.com/compute/docs/naming-resources).
+_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+
 FACTS = CloudFacts(
     # Zones: the catalog's own (us-central1-a, from the SkyPilot snapshot), as they are named.
     name="gcp", aliases=("google", "gke", "google-cloud", "gce"), kind="kube",
     storage=("filestore", "cephfs", "pvc", "bucket", "none"),
-    reservation_kinds=("gcp-reservation",),
+    # A reservation by name, or by its path when another project shares it.
+    reservation_kinds=(ReservationKind(
+        "gcp-reservation",
+        rf"{_NAME}|projects/[a-z][-a-z0-9]{{4,28}}[a-z0-9]/reservations/{_NAME}",
+        "my-h100-reservation"),),
     fabrics=(TCPX, TCPXO, RDMA, ETHERNET),
     addons=("gke-nvidia-gpu-device-plugin", "gke-node-daemonsets"),
     # cloud.google.com/kubernetes-engine/docs/concepts/spot-vms: the taint GKE puts on Spot pools.
