@@ -78,6 +78,66 @@ class ReservationKind(NamedTuple):
     fixed_count: str | None = None
 
 
+class Steps(NamedTuple):
+    """What a sized storage kind creates (and bills) for a `storage.size`: in the first tier
+    that holds it, the size rounded up to the tier's step, at least its minimum; the last tier
+    stops at its maximum (what is sold without a support request)."""
+
+    tiers: tuple[tuple[int, int, int | None], ...]   # (minimum GiB, step GiB, maximum GiB)
+    # Sizes named in TiB of 1000 GiB (FSx's "1.2 TiB" is 1200 GiB): a size written that way
+    # means that step, not the next one.
+    decimal_tib: bool = False
+
+    @property
+    def maximum_gib(self) -> int | None:
+        return self.tiers[-1][2]
+
+
+class Existing(NamedTuple):
+    """What `storage.existing` names for a kind, and the volume a static PV gets from it."""
+
+    form: str                            # e.g. "<file system id>/<mount name>"
+    example: str
+    # (plan, existing) -> the PersistentVolume's volume source (`render --with-storage`).
+    volume: Callable[[Any, str], dict] | None = None
+    pattern: str | None = None           # when set, validate requires a value matching it
+
+
+class StorageKind(NamedTuple):
+    """One `storage.kind`: every layer reads this record (spec rules, the planner's price and
+    rounding, render's volumes, the stacks, `down --keep-storage` and the sweep)."""
+
+    name: str
+    sized: bool = False                  # storage.size is required
+    created_by_stack: bool = False       # the stack creates it and binds `<name>-data`
+    mounted: bool = True                 # a directory every node sees (a bucket is fsspec)
+    claim: bool = True                   # pods mount it through the `<name>-data` claim
+    # Substrings of the cloud resource kinds / Pulumi types that hold the data: `down
+    # --keep-storage` keeps them, and teardown verification does not count them as leftovers.
+    resource_hints: tuple[str, ...] = ()
+    steps: Steps | None = None           # None: not sized by reclaunch (nothing billed)
+    # USD per GiB-month of what `steps` creates; a cloud's facts may price it for itself
+    # (planner["<name>_usd_per_gb_month"]).
+    usd_per_gb_month: float = 0.0
+    existing: Existing | None = None
+    storage_class: str | None = None     # the claim's class when the spec names none ({name})
+    generic: bool = False                # offered by several targets (listed last)
+
+
+NO_STORAGE = StorageKind("none", mounted=False, generic=True)
+# An object-store bucket for checkpoints (job.checkpoint.path: a URL): the stack creates it
+# (cloud: local at its endpoint); no volume, no mount. Its prices are object_storage.yaml's.
+BUCKET = StorageKind("bucket", mounted=False, generic=True,
+                     resource_hints=("bucket", "blobcontainer", "storageaccount"))
+# A CephFS the team runs, mounted through ceph-csi (the stack cannot create one).
+CEPHFS = StorageKind("cephfs", generic=True, storage_class="{name}-cephfs",
+                     existing=Existing("<clusterID>/<fsName>", "ceph-a/data", pattern=r"[^/]+/.+"))
+# A claim the cluster's storage class provisions, in 1 GiB steps (EBS gp3, pd-balanced, Azure
+# managed disk: docs.aws.amazon.com/ebs/latest/userguide/volume-types.html, gp3 1 GiB - 16 TiB);
+# priced per cloud (each cloud's planner["pvc_usd_per_gb_month"]).
+PVC = StorageKind("pvc", sized=True, generic=True, steps=Steps(((1, 1, None),)),
+                  resource_hints=("persistentvolume", "volume", "/disk:disk", "compute/disk", "disk"))
+
 ETHERNET = FabricFacts("ethernet", generic=True)
 GLOO = FabricFacts("gloo", selectable=False)   # torch.distributed over loopback (cloud: local)
 
@@ -101,7 +161,7 @@ class CloudFacts(NamedTuple):
     provider: str | None = None
     # Package implementing stacks.StackFacts (kind "kube"); None: stacks/<name>/ (built-in).
     stack: str | None = None
-    storage: tuple[str, ...] = ("none",)       # spec.facts.STORAGE_KINDS this target provides
+    storage: tuple[StorageKind, ...] = (NO_STORAGE,)   # the storage kinds this target provides
     reservation_kinds: tuple[ReservationKind, ...] = ()   # the reserved capacity it sells
     encryption_at_host: bool = False           # security.encryption_at_host is a choice here
     name_rule: tuple[str, str] = DNS_1035      # (regex, why) a cluster name must match
@@ -146,13 +206,22 @@ def _facts_of(module_name: str, where: str, undo: str = "") -> CloudFacts:
         raise UsageError(f"{where}: cannot import {module_name!r} ({exc})",
                          hint=f"put its package on PYTHONPATH, or {undo}") from None
     facts = getattr(mod, "FACTS", None)
-    if not isinstance(facts, CloudFacts):
+    wrong = [f"{field} {x!r}" for field, want in _RECORDS.items()
+             for x in getattr(facts, field, ()) if not isinstance(x, want)]
+    if not isinstance(facts, CloudFacts) or wrong:
         from reclaunch.errors import UsageError
 
-        raise UsageError(f"{where}: {module_name} defines no FACTS (a reclaunch.clouds.CloudFacts)")
+        raise UsageError(f"{where}: {module_name} defines no FACTS (a reclaunch.clouds.CloudFacts)"
+                         if not wrong else f"{where}: {module_name}: not a record: {wrong[0]}",
+                         hint="storage, reservation_kinds and fabrics hold this module's records "
+                              "(StorageKind, ReservationKind, FabricFacts)")
     package = module_name.rpartition(".")[0]
     return facts._replace(home=facts.home or Path(mod.__file__).parent,
                           provider=facts.provider or f"{package}.provider")
+
+
+# What each tuple field of CloudFacts holds.
+_RECORDS = {"storage": StorageKind, "reservation_kinds": ReservationKind, "fabrics": FabricFacts}
 
 
 def _registrations() -> Iterator[tuple[str, str, str]]:
@@ -249,6 +318,19 @@ def fabric(name: str) -> FabricFacts:
 def selectable_fabrics() -> tuple[str, ...]:
     """The values `interconnect.inter_node` takes besides "auto"."""
     return tuple(n for n, f in fabrics().items() if f.selectable)
+
+
+def storage_kinds() -> dict[str, StorageKind]:
+    """Every storage kind any target provides, by name; generic ones (none, bucket) last."""
+    out: dict[str, StorageKind] = {}
+    for f in _all().values():
+        for kind in f.storage:
+            out.setdefault(kind.name, kind)
+    return dict(sorted(out.items(), key=lambda kv: kv[1].generic))
+
+
+def storage_kind(name: str) -> StorageKind:
+    return storage_kinds().get(name) or StorageKind(name)
 
 
 def reservation_kinds() -> dict[str, ReservationKind]:

@@ -383,13 +383,17 @@ def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, namespace
 
 
 def cephfs_storage_class(k8s: Any, pulumi: Any, plan: "Plan", provider: Any) -> Any:
-    """An existing CephFS reached through ceph-csi: `storage.existing` is `clusterID/fsName`."""
+    """An existing CephFS reached through ceph-csi: `storage.existing` is `clusterID/fsName`;
+    the class is named as the claim render writes expects it (the kind's storage_class)."""
+    from reclaunch import clouds
+
+    kind = clouds.storage_kind(plan.spec.storage.kind)
     existing = plan.spec.storage.existing or ""
     cluster_id, _, fs_name = existing.partition("/")
     if not cluster_id or not fs_name:
-        raise ValueError("storage.kind cephfs needs storage.existing: '<clusterID>/<fsName>'")
+        raise ValueError(f"storage.kind {kind.name} needs storage.existing: '{kind.existing.form}'")
     return k8s.storage.v1.StorageClass(
-        name(plan, "cephfs"), metadata={"name": name(plan, "cephfs"),
+        name(plan, "cephfs"), metadata={"name": kind.storage_class.format(name=plan.name),
                                         "labels": tags(plan)},
         provisioner="cephfs.csi.ceph.com", reclaim_policy="Retain", allow_volume_expansion=True,
         parameters={"clusterID": cluster_id, "fsName": fs_name,

@@ -30,8 +30,6 @@ SPOT_CAPACITY = "spot_capacity"  # no spot at this price/zone: another zone, the
 SPOT_QUOTA = "spot_quota"        # spot quota exhausted: on-demand (its own quota) may work
 QUOTA = "quota"                  # account quota: no retry helps, the user must ask for more
 
-# Stack resource kinds the sweep reports that hold the dataset (kept by --keep-storage).
-from reclaunch.spec.facts import STORAGE_RESOURCE_HINTS as STORAGE_KINDS  # noqa: E402
 
 
 class Answer(NamedTuple):
@@ -189,8 +187,10 @@ class KubeCloudProvider:
             raise ProviderError(f"cannot verify the teardown of {rec.name}: {exc}",
                                 hint=f"run `reclaunch gc --cluster {rec.name}` once available")
         left = sweeper.list(rec.name)
-        if keep_storage:
-            left = [o for o in left if not any(k in o.kind.lower() for k in STORAGE_KINDS)]
+        if keep_storage:   # the resource kinds that hold the dataset (every storage kind's hints)
+            from reclaunch.spec.facts import storage_resource_hints
+            hints = storage_resource_hints()
+            left = [o for o in left if not any(k in o.kind.lower() for k in hints)]
         return [o.label for o in left]
 
     # ---- the Provider protocol -----------------------------------------------------------

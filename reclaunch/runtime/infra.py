@@ -27,8 +27,6 @@ PULUMI_MISSING = ("Pulumi CLI not found on PATH; `reclaunch up` and `down` need 
                   "the cluster")
 PULUMI_FIX = "install it: curl -fsSL https://get.pulumi.com | sh  (or: brew install pulumi)"
 
-# Stack resources the dataset lives in; `down --keep-storage` leaves these (and what they need).
-from reclaunch.spec.facts import STORAGE_RESOURCE_HINTS as STORAGE_TYPE_HINTS  # noqa: E402
 
 Event = dict[str, Any]   # {"kind": "resource"|"diag"|"summary", "urn", "type", "op", "status", "message"}
 OnEvent = Callable[[Event], None]
@@ -119,10 +117,13 @@ def simplify(ev: Any) -> Event | None:
 
 def storage_keep_set(resources: list[dict[str, Any]], storage_ids: set[str]) -> set[str]:
     """URNs to keep for --keep-storage: storage resources plus everything they depend on."""
+    # Stack resources the dataset lives in (every storage kind's resource_hints).
+    from reclaunch.spec.facts import storage_resource_hints
+
     by_urn = {r["urn"]: r for r in resources}
     todo = [r["urn"] for r in resources
             if r.get("id") in storage_ids
-            or any(h in r.get("type", "").lower() for h in STORAGE_TYPE_HINTS)]
+            or any(h in r.get("type", "").lower() for h in storage_resource_hints())]
     keep: set[str] = set()
     while todo:
         urn = todo.pop()

@@ -25,7 +25,7 @@ from reclaunch import clouds
 from reclaunch.errors import SpecError
 from reclaunch.spec import env_rules
 from reclaunch.spec.config import NESTED, STRICT, no_bool
-from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
+from reclaunch.spec.facts import STORAGE_BY_CLOUD, runs_here  # noqa: F401
 from reclaunch.spec.kubernetes import KubernetesTarget
 from reclaunch.spec.stacks import STACKS, fill_knobs
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, image_size, parse_count,
@@ -96,7 +96,7 @@ def _one_of(choices: Callable[[], tuple[str, ...]],
 Cloud = _one_of(clouds.names, clouds.alias_of)
 Fabric = _one_of(lambda: ("auto", *clouds.selectable_fabrics()))
 ReservationKindName = _one_of(lambda: tuple(clouds.reservation_kinds()))
-StorageKind = Literal[tuple(STORAGE_KINDS)]  # type: ignore[valid-type]  (facts.py: one table)
+StorageKind = _one_of(lambda: tuple(clouds.storage_kinds()))
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
 Preset = Literal["deepfm", "dcnv2", "din", "dlrm", "wide_deep", "custom"]

@@ -14,14 +14,8 @@ if TYPE_CHECKING:  # pragma: no cover
 from reclaunch import clouds
 from reclaunch.spec import buckets, job_rules
 from reclaunch.spec.facts import (  # noqa: F401
-    LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, SIZED_STORAGE, STORAGE_BY_CLOUD,
-    own_cluster, runs_here)
+    LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, STORAGE_BY_CLOUD, own_cluster, runs_here)
 from reclaunch.spec.sharders import pin_problems
-
-# Largest size each sized kind is sold at without a support request (bytes). azure-lustre:
-# the stack's SKU, AMLFS-Durable-Premium-250 (stacks/azure/storage.py AMLFS_SKUS); filestore:
-# the ZONAL tier's 100 TiB (stacks/gcp/program.py). Bigger sizes stop at validate.
-STORAGE_MAX_BYTES: dict[str, int] = {"azure-lustre": 128 * 2**40, "filestore": 100 * 2**40}
 
 # Reserved-capacity kinds each cloud sells (its facts: name, id pattern, example).
 RESERVATION_KINDS = clouds.PerCloud(lambda f: tuple(r.name for r in f.reservation_kinds))
@@ -77,19 +71,22 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
             out.append((("nodes",), f"nodes {s.nodes} must be within autoscaling "
                         f"min_nodes..max_nodes ({a.min_nodes}..{a.max_nodes})"))
     kinds = STORAGE_BY_CLOUD[s.cloud]
+    kind = clouds.storage_kind(s.storage.kind)   # the kind's one record (its cloud's facts)
+    # Largest size the kind is sold at without a support request (its steps' maximum).
+    most = kind.steps.maximum_gib if kind.steps else None
     if s.storage.kind not in kinds:
         out.append((("storage", "kind"), f"{s.storage.kind!r} is not available on {s.cloud}; "
                     f"choose one of {', '.join(kinds)}"))
-    elif s.storage.kind in SIZED_STORAGE and not s.storage.size:
+    elif kind.sized and not s.storage.size:
         out.append((("storage", "size"), f"required for storage kind {s.storage.kind} (e.g. 1.2TiB)"))
-    elif s.storage.size and s.storage.size > STORAGE_MAX_BYTES.get(s.storage.kind, s.storage.size):
-        most = STORAGE_MAX_BYTES[s.storage.kind] / 2**40
-        out.append((("storage", "size"), f"{s.storage.size / 2**40:g} TiB is over the {most:g} "
+    elif s.storage.size and most and s.storage.size > most * 2**30:
+        out.append((("storage", "size"), f"{s.storage.size / 2**40:g} TiB is over the {most / 1024:g} "
                     f"TiB {s.storage.kind} is sold at without a support request"))
-    elif s.storage.kind == "cephfs" and not re.fullmatch(r"[^/]+/.+", s.storage.existing or ""):
-        # The stack mounts an existing CephFS through ceph-csi; it cannot create one.
-        out.append((("storage", "existing"), "required for storage kind cephfs: "
-                    "'<clusterID>/<fsName>' of the existing file system"))
+    elif kind.existing and kind.existing.pattern and \
+            not re.fullmatch(kind.existing.pattern, s.storage.existing or ""):
+        # A file system the stack mounts but cannot create (CephFS through ceph-csi).
+        out.append((("storage", "existing"), f"required for storage kind {s.storage.kind}: "
+                    f"'{kind.existing.form}' of the existing file system"))
     out += _bucket_rules(s)
     out += _capacity_rules(s)
     out += job_rules.table_names(s) + job_rules.din_sequence(s)
@@ -277,8 +274,8 @@ def _spot_checkpoints(s: "Spec", kinds: tuple[str, ...]) -> list[Problem]:
     ckpt, mount = s.job.checkpoint.path, s.storage.mount_path.rstrip("/")
     if buckets.is_url(ckpt):
         return []   # object storage outlives every node (the bucket rules above checked it)
-    if s.storage.kind in ("none", "bucket"):
-        shared = ", ".join(k for k in kinds if k not in ("none", "bucket"))
+    if not clouds.storage_kind(s.storage.kind).mounted:   # none, or a bucket
+        shared = ", ".join(k for k in kinds if clouds.storage_kind(k).mounted)
         # Reported at spot.enabled (the line the user wrote; `storage` may be absent).
         return [(("spot", "enabled"), "needs storage for checkpoints every node mounts (a "
                  f"reclaimed node takes the container's files with it): storage.kind is {s.storage.kind}; "

@@ -115,15 +115,11 @@ def _registered() -> dict[str, str]:
     groups = [_listed([(f.name, note) for f in facts if f.kind == kind])
               for kind, note in KINDS.items() if any(f.kind == kind for f in facts)]
     head, tail = ", ".join(groups[:-1]), groups[-1]
-    storage = {}
-    for f in facts:
-        for kind in f.storage:
-            storage.setdefault(kind, []).append(f.name)
-    only = sorted(storage.items(), key=lambda kv: len(kv[1]) > 1)   # one cloud's first, shared last
+    owners = {k: [f.name for f in facts if k in {s.name for s in f.storage}] for k in clouds.storage_kinds()}
     reservations = [(r.name, f.name) for f in facts for r in f.reservation_kinds]
     return {
         "Spec.cloud": f"Where the job runs: {head} or {tail}" if head else f"Where the job runs: {tail}",
-        "Storage.kind": _listed([(k, owners[0] if len(owners) == 1 else None) for k, owners in only]),
+        "Storage.kind": _listed([(k, o[0] if len(o) == 1 else None) for k, o in owners.items()]),
         "Capacity.kind": f"What was bought: {_listed(reservations)}",
         "Capacity.reservation": "Its id on the cloud, by kind: " + "; ".join(
             f"{r.name}: e.g. {r.example}" for f in facts for r in f.reservation_kinds),
@@ -142,6 +138,7 @@ def finish(schema: dict, gpus: list[str]) -> dict:
 
     schema["properties"]["cloud"]["enum"] = list(clouds.names())
     models["Capacity"]["properties"]["kind"]["enum"] = list(clouds.reservation_kinds())
+    models["Storage"]["properties"]["kind"]["enum"] = list(clouds.storage_kinds())
     inter = models["Interconnect"]["properties"]["inter_node"]
     inter["enum"] = ["auto", *clouds.selectable_fabrics()]
     gpu = schema["properties"]["gpu"]

@@ -203,10 +203,10 @@ def test_api_open_to_world_only_when_the_spec_says_so(matrix):
 
 
 def test_storage_limits_at_validate_match_the_stacks():
-    from reclaunch.spec.rules import STORAGE_MAX_BYTES
+    from reclaunch import clouds
     from stacks.azure.storage import AMLFS_SKU, AMLFS_SKUS
 
-    assert STORAGE_MAX_BYTES["azure-lustre"] == AMLFS_SKUS[AMLFS_SKU][1] * 2**40
+    assert clouds.storage_kind("azure-lustre").steps.maximum_gib * 2**30 == AMLFS_SKUS[AMLFS_SKU][1] * 2**40
     from reclaunch.errors import SpecError
     from reclaunch.spec import parse_spec
 

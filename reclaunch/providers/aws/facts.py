@@ -3,13 +3,45 @@ without importing the provider package; nothing here may import an SDK or the ru
 
 from fractions import Fraction
 
-from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts, PreviewFacts, ReservationKind
+from reclaunch.clouds import (BUCKET, CEPHFS, ETHERNET, NO_STORAGE, PVC, CloudFacts, Existing,
+                              FabricFacts, PreviewFacts, ReservationKind, StorageKind, Steps)
 
 EFA = FabricFacts(
     "efa", addons=("aws-efa-k8s-device-plugin",),
     # One interface per network card: EFA on card 0 (carries the IP), EFA-only elsewhere, and
     # a security group open to itself (docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html).
     nic="efa")
+
+
+# Static provisioning as each CSI driver documents it (render --with-storage):
+# github.com/kubernetes-sigs/aws-fsx-csi-driver and aws-efs-csi-driver,
+# examples/kubernetes/static_provisioning.
+def _fsx_volume(plan, existing: str) -> dict:
+    fs, mount = existing.split("/", 1)
+    return {"csi": {"driver": "fsx.csi.aws.com", "volumeHandle": fs, "volumeAttributes": {
+        "dnsname": f"{fs}.fsx.{plan.region}.amazonaws.com", "mountname": mount}}}
+
+
+def _efs_volume(plan, existing: str) -> dict:
+    return {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": existing}}
+
+
+# docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html (read 2026-12-01):
+# SSD PERSISTENT_2 file systems are 1.2 TiB, 2.4 TiB, then increments of 2.4 TiB.
+# Price: prices.md, FSx for Lustre SSD 125 MB/s/TiB ~0.145 per GiB-month.
+FSX_LUSTRE = StorageKind(
+    "fsx-lustre", sized=True, created_by_stack=True,
+    resource_hints=("fsx", "file_system", "filesystem"),
+    steps=Steps(((1200, 1200, 1200), (2400, 2400, None)), decimal_tib=True),
+    usd_per_gb_month=0.145,
+    existing=Existing("<file system id>/<mount name>", "fs-0123456789abcdef0/abcdef12", _fsx_volume))
+# aws.amazon.com/efs/pricing: elastic, billed per GiB stored; no provisioned size (the PV's
+# 1 TiB request is a label), so priced as storage.size of data stored. Price: an assumption
+# (not in prices.md): EFS Standard list price.
+EFS = StorageKind(
+    "efs", created_by_stack=True, resource_hints=("efs", "file_system", "filesystem"),
+    steps=Steps(((1, 1, None),)), usd_per_gb_month=0.30,
+    existing=Existing("<file system id>", "fs-0123456789abcdef0", _efs_volume))
 
 
 def _outputs(typ: str, name: str, inputs: dict) -> dict:
@@ -77,7 +109,7 @@ def _zone_names(region: str, zone_ids: tuple[str, ...]) -> tuple[str, ...]:
 FACTS = CloudFacts(
     name="aws", kind="kube",
     aliases=("amazon", "ec2", "eks", "amazon-web-services"), zone_names=_zone_names,
-    storage=("fsx-lustre", "efs", "cephfs", "pvc", "bucket", "none"),
+    storage=(FSX_LUSTRE, EFS, CEPHFS, PVC, BUCKET, NO_STORAGE),
     # An On-Demand Capacity Reservation or a Capacity Block (both ids are cr-<17 hex>).
     reservation_kinds=(
         ReservationKind("odcr", r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),

@@ -3,7 +3,8 @@ without importing the provider package; nothing here may import an SDK or the ru
 
 from fractions import Fraction
 
-from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts, PreviewFacts, ReservationKind
+from reclaunch.clouds import (BUCKET, CEPHFS, ETHERNET, NO_STORAGE, PVC, CloudFacts, Existing,
+                              FabricFacts, PreviewFacts, ReservationKind, StorageKind, Steps)
 
 INFINIBAND = FabricFacts(
     "infiniband", addons=("network-operator", "nic-cluster-policy", "nvidia-peermem-reloader"),
@@ -54,9 +55,48 @@ def _zone_names(region: str, zone_ids: tuple[str, ...]) -> tuple[str, ...]:
     return ("1", "2", "3")
 
 
+def _lustre_volume(plan, existing: str) -> dict:
+    # github.com/kubernetes-sigs/azurelustre-csi-driver docs/static-provisioning.
+    return {"csi": {"driver": "azurelustre.csi.azure.com", "volumeHandle": f"{plan.name}-lustre",
+                    "volumeAttributes": {"mgs-ip-address": existing, "fs-name": "lustrefs"}}}
+
+
+def _files_volume(plan, existing: str) -> dict:
+    # An NFS share: the in-tree `nfs` volume (kubernetes.io/docs/concepts/storage/volumes/#nfs).
+    account, share = existing.split("/", 1)
+    return {"nfs": {"server": f"{account}.file.core.windows.net", "path": f"/{account}/{share}"}}
+
+
+# Azure Managed Lustre sells capacity per SKU in fixed steps, from one step up to a maximum
+# (learn.microsoft.com/azure/azure-managed-lustre/amlfs-overview, "Throughput configurations":
+# Premium-40: 48 TiB steps up to 768 TiB; Premium-125: 16 TiB up to 128 TiB; Premium-250:
+# 8 TiB up to 128 TiB; Premium-500: 4 TiB up to 128 TiB; larger by support request).
+# Dated 2026-11-30. The stack creates AMLFS_SKU (stacks/azure/storage.py).
+AMLFS_SKUS = {  # sku -> (step TiB, max TiB)
+    "AMLFS-Durable-Premium-40": (48, 768),
+    "AMLFS-Durable-Premium-125": (16, 128),
+    "AMLFS-Durable-Premium-250": (8, 128),
+    "AMLFS-Durable-Premium-500": (4, 128),
+}
+AMLFS_SKU = "AMLFS-Durable-Premium-250"
+_AMLFS_STEP, _AMLFS_MAX = (1024 * tib for tib in AMLFS_SKUS[AMLFS_SKU])
+# Price: an assumption (not in prices.md), as FSx for Lustre.
+AZURE_LUSTRE = StorageKind(
+    "azure-lustre", sized=True, created_by_stack=True, resource_hints=("lustre", "amlfilesystem"),
+    steps=Steps(((_AMLFS_STEP, _AMLFS_STEP, _AMLFS_MAX),)), usd_per_gb_month=0.145,
+    existing=Existing("<MGS IP address>", "10.0.4.5", _lustre_volume))
+# learn.microsoft.com/azure/storage/files/understanding-billing: premium (SSD, NFS) shares are
+# provisioned from 100 GiB in 1 GiB steps and billed as provisioned. Price: an assumption (not
+# in prices.md): Azure Files premium.
+AZURE_FILES = StorageKind(
+    "azure-files", sized=True, created_by_stack=True,
+    resource_hints=("storageaccount", "fileshare", "share"),
+    steps=Steps(((100, 1, None),)), usd_per_gb_month=0.16,
+    existing=Existing("<storage account>/<share>", "mystorageacct/data", _files_volume))
+
 FACTS = CloudFacts(
     name="azure", aliases=("microsoft", "aks", "microsoft-azure"), zone_names=_zone_names, kind="kube",
-    storage=("azure-lustre", "azure-files", "cephfs", "pvc", "bucket", "none"),
+    storage=(AZURE_LUSTRE, AZURE_FILES, CEPHFS, PVC, BUCKET, NO_STORAGE),
     # A capacity reservation group, by its resource id.
     reservation_kinds=(ReservationKind(
         "azure-crg",

@@ -34,7 +34,7 @@ _ANSWERS: dict[tuple[str, str], "Probe"] = {}
 
 
 def subscription(run: Any = None) -> str | None:
-    from reclaunch.providers.azure.provider import env_subscription
+    from reclaunch.providers.azure.account import env_subscription
 
     sub = env_subscription()
     if sub:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from reclaunch.providers.azure.account import env_subscription
 from reclaunch.providers.kubecloud import (CAPACITY, QUOTA, SPOT_CAPACITY, SPOT_QUOTA, Answer,
                                            CloudSpec, KubeCloudProvider)
 
@@ -21,12 +22,6 @@ QUOTA_FIX = ("request more vCPUs for this VM family (Help + support > Service an
              "limits, or `az quota create`)")
 CAPACITY_FIX = ("add zones to `zones:`, enable `spot.fallback: on-demand`, or try another region "
                 "(`az vm list-skus --location REGION --size SIZE` shows restrictions)")
-
-
-def env_subscription(env=None) -> str | None:
-    """The subscription the environment names (the stack, `down`'s sweep and `gc` use it)."""
-    env = os.environ if env is None else env
-    return env.get("AZURE_SUBSCRIPTION_ID") or env.get("ARM_SUBSCRIPTION_ID") or None
 
 
 def credentials(env=None) -> Answer:

@@ -45,7 +45,7 @@ class AzureSweeper:
         self._catalog = catalog
         self._polling_interval = polling_interval
         mgmt = require("azure.mgmt.compute", "azure")
-        from reclaunch.providers.azure.provider import env_subscription
+        from reclaunch.providers.azure.account import env_subscription
 
         subscription_id = subscription_id or env_subscription()
         if not subscription_id:

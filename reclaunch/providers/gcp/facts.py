@@ -3,7 +3,8 @@ without importing the provider package; nothing here may import an SDK or the ru
 
 from fractions import Fraction
 
-from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts, PreviewFacts, ReservationKind
+from reclaunch.clouds import (BUCKET, CEPHFS, ETHERNET, NO_STORAGE, PVC, CloudFacts, Existing,
+                              FabricFacts, PreviewFacts, ReservationKind, StorageKind, Steps)
 
 # Jumbo frames on GPU NICs: what Google's A3 guides set for TCPX/TCPXO; RoCE VPCs use 8896
 # (the stack's VPC default elsewhere is 1460).
@@ -40,13 +41,27 @@ def _calls(token: str, args: dict, region: str) -> dict:
     }.get(token, {})
 
 
+def _filestore_volume(plan, existing: str) -> dict:
+    # An NFS share: the in-tree `nfs` volume (kubernetes.io/docs/concepts/storage/volumes/#nfs).
+    ip, share = existing.split("/", 1)
+    return {"nfs": {"server": ip, "path": f"/{share}"}}
+
+
+# Filestore ZONAL (cloud.google.com/filestore/docs/service-tiers, "Zonal", read 2026-12-01):
+# 1 TiB to 9.75 TiB in 256 GiB steps, then 10 TiB to 100 TiB in 2.5 TiB steps (11 TiB is
+# rejected). Price: prices.md, Filestore Basic HDD ~0.20 per GiB-month.
+FILESTORE = StorageKind(
+    "filestore", sized=True, created_by_stack=True, resource_hints=("filestore",),
+    steps=Steps(((1024, 256, 9984), (10240, 2560, 102400))), usd_per_gb_month=0.20,
+    existing=Existing("<instance IP>/<share>", "10.0.0.2/data", _filestore_volume))
+
 # A GCP resource name (cloud.google.com/compute/docs/naming-resources).
 _NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
 
 FACTS = CloudFacts(
     # Zones: the catalog's own (us-central1-a, from the SkyPilot snapshot), as they are named.
     name="gcp", aliases=("google", "gke", "google-cloud", "gce"), kind="kube",
-    storage=("filestore", "cephfs", "pvc", "bucket", "none"),
+    storage=(FILESTORE, CEPHFS, PVC, BUCKET, NO_STORAGE),
     # A reservation by name, or by its path when another project shares it.
     reservation_kinds=(ReservationKind(
         "gcp-reservation",

@@ -5,13 +5,13 @@ API at plan time. The vendors' fabric profiles apply to its nodes by instance ty
 (fabric._match, kind "own"), so it declares only the generic fabric of its own.
 """
 
-from reclaunch.clouds import ETHERNET, CloudFacts
+from reclaunch.clouds import CEPHFS, ETHERNET, NO_STORAGE, PVC, CloudFacts
 
 FACTS = CloudFacts(
     name="kubernetes", kind="own", aliases=("k8s", "kube", "onprem", "on-prem"),
     # A PVC the cluster's storage class provides, CephFS the team runs, or nothing; no stack
     # creates a file system on a cluster we did not make.
-    storage=("cephfs", "pvc", "none"),
+    storage=(CEPHFS, PVC, NO_STORAGE),
     fabrics=(ETHERNET,),
     # The node's status.allocatable is read from the API, from which the kubelet already took
     # its reserves (providers/kubernetes/offers.py): nothing more is taken off.

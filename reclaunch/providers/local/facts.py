@@ -1,13 +1,17 @@
 """cloud: local (torchrun on this machine): the facts the pure layers need, as data."""
 
-from reclaunch.clouds import GLOO, CloudFacts
+from reclaunch.clouds import BUCKET, GLOO, NO_STORAGE, CloudFacts, StorageKind
+
+# A directory of this machine every simulated node sees (the provider maps storage.mount_path
+# into its run directory): no claim, nothing billed.
+HOSTPATH = StorageKind("hostpath", claim=False)
 
 FACTS = CloudFacts(
     # Runs on this machine: no catalog offer, no region, gloo over loopback. It takes the
     # clouds' DNS-1035 name rule: it is the rehearsal for a cloud, and its name must survive
     # the move.
     name="local", kind="here", aliases=("localhost", "laptop", "here"),
-    storage=("hostpath", "bucket", "none"),
+    storage=(HOSTPATH, BUCKET, NO_STORAGE),
     fabrics=(GLOO,),
     planner={"reclaim_rate_per_node_hour": 0.0, "control_plane_usd_per_hour": 0.0,
              "pvc_usd_per_gb_month": 0.0},

@@ -2,7 +2,7 @@
 
 from fractions import Fraction
 
-from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts
+from reclaunch.clouds import ETHERNET, NO_STORAGE, PVC, CloudFacts, FabricFacts
 
 TOYFAB = FabricFacts("toyfab", nic="toynic", mtu=9000,
                      prerequisites=("toyfab: enable the toy fabric on the account",),
@@ -10,7 +10,7 @@ TOYFAB = FabricFacts("toyfab", nic="toynic", mtu=9000,
 
 FACTS = CloudFacts(
     name="toy", kind="kube", provider="toycloud.provider", stack="toycloud.stack",
-    storage=("pvc", "none"), fabrics=(TOYFAB, ETHERNET),
+    storage=(PVC, NO_STORAGE), fabrics=(TOYFAB, ETHERNET),
     spot_tolerations=({"key": "toy.example/spot", "operator": "Equal", "value": "true",
                        "effect": "NoSchedule"},),
     capacity_labels={"toy.example/capacity": {"spot": "spot", "regular": "on-demand"}},
