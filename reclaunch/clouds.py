@@ -124,6 +124,28 @@ class StorageKind(NamedTuple):
     generic: bool = False                # offered by several targets (listed last)
 
 
+class ObjectStore(NamedTuple):
+    """An object store job.checkpoint.path / job.dataset.path may name (SCHEME://BUCKET/PREFIX):
+    the trainer reaches it through fsspec, the job's workload identity on a cloud's stack."""
+
+    schemes: tuple[str, ...]             # URL schemes, the first the usual one
+    extra: str                           # the pip extra with its fsspec implementation
+    fsspec_package: str
+    name_rule: tuple[str, str]           # (regex, what it means) for the bucket / container name
+    # A store whose URL may name its account (CONTAINER@ACCOUNT.<account_host>): the account
+    # rule (regex, "a ... name (...)"), its host suffix, and the form an existing container
+    # must be given in (it names the account; {bucket}, {prefix}).
+    account_rule: tuple[str, str] | None = None
+    account_host: str | None = None
+    account_form: str | None = None
+
+
+# The S3 API: AWS, and the endpoints that speak it (MinIO, moto; cloud: local at
+# AWS_ENDPOINT_URL). Bucket names: docs.aws.amazon.com/AmazonS3/latest/userguide/
+# bucketnamingrules.html (3-63, lowercase, digits, dots, hyphens, start/end alphanumeric).
+S3 = ObjectStore(("s3",), "s3", "s3fs",
+                 (r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "3-63 lowercase letters, digits, dots or hyphens"))
+
 NO_STORAGE = StorageKind("none", mounted=False, generic=True)
 # An object-store bucket for checkpoints (job.checkpoint.path: a URL): the stack creates it
 # (cloud: local at its endpoint); no volume, no mount. Its prices are object_storage.yaml's.
@@ -162,6 +184,8 @@ class CloudFacts(NamedTuple):
     # Package implementing stacks.StackFacts (kind "kube"); None: stacks/<name>/ (built-in).
     stack: str | None = None
     storage: tuple[StorageKind, ...] = (NO_STORAGE,)   # the storage kinds this target provides
+    # The object stores its workload identity reaches (a cluster you bring, kind "own": any).
+    object_stores: tuple[ObjectStore, ...] = ()
     reservation_kinds: tuple[ReservationKind, ...] = ()   # the reserved capacity it sells
     encryption_at_host: bool = False           # security.encryption_at_host is a choice here
     name_rule: tuple[str, str] = DNS_1035      # (regex, why) a cluster name must match
@@ -213,15 +237,16 @@ def _facts_of(module_name: str, where: str, undo: str = "") -> CloudFacts:
 
         raise UsageError(f"{where}: {module_name} defines no FACTS (a reclaunch.clouds.CloudFacts)"
                          if not wrong else f"{where}: {module_name}: not a record: {wrong[0]}",
-                         hint="storage, reservation_kinds and fabrics hold this module's records "
-                              "(StorageKind, ReservationKind, FabricFacts)")
+                         hint="storage, reservation_kinds, fabrics and object_stores hold this "
+                              "module's records (StorageKind, ReservationKind, FabricFacts, ObjectStore)")
     package = module_name.rpartition(".")[0]
     return facts._replace(home=facts.home or Path(mod.__file__).parent,
                           provider=facts.provider or f"{package}.provider")
 
 
 # What each tuple field of CloudFacts holds.
-_RECORDS = {"storage": StorageKind, "reservation_kinds": ReservationKind, "fabrics": FabricFacts}
+_RECORDS = {"storage": StorageKind, "reservation_kinds": ReservationKind, "fabrics": FabricFacts,
+            "object_stores": ObjectStore}
 
 
 def _registrations() -> Iterator[tuple[str, str, str]]:
@@ -331,6 +356,11 @@ def storage_kinds() -> dict[str, StorageKind]:
 
 def storage_kind(name: str) -> StorageKind:
     return storage_kinds().get(name) or StorageKind(name)
+
+
+def object_stores() -> dict[str, ObjectStore]:
+    """Every object store any target reaches, by URL scheme."""
+    return {scheme: o for f in _all().values() for o in f.object_stores for scheme in o.schemes}
 
 
 def reservation_kinds() -> dict[str, ReservationKind]:

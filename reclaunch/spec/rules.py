@@ -246,8 +246,9 @@ def _capacity_rules(s: "Spec") -> list[Problem]:
 
 
 def _bucket_rules(s: "Spec") -> list[Problem]:
-    """job.checkpoint.path / job.dataset.path as s3:// gs:// az:// URLs (spec/buckets.py)."""
+    """job.checkpoint.path / job.dataset.path as object-store URLs (spec/buckets.py)."""
     out: list[Problem] = []
+    example = _bucket_example(s.cloud)
     created = s.storage.kind == "bucket"
     ckpt, data = s.job.checkpoint.path, s.job.dataset.path
     for where, path, want_prefix in ((("job", "checkpoint", "path"), ckpt, True),
@@ -257,15 +258,21 @@ def _bucket_rules(s: "Spec") -> list[Problem]:
                                                          where[1] == "checkpoint", want_prefix=want_prefix)]
     if created and not buckets.is_url(ckpt):
         out.append((("storage", "kind"), "bucket stores checkpoints in object storage: set "
-                    "job.checkpoint.path to a URL such as s3://BUCKET/PREFIX (gs://, az:// on gcp, azure)"))
+                    f"job.checkpoint.path to a URL such as {example}"))
     if s.job.checkpoint.expire_days and not created:
         out.append((("job", "checkpoint", "expire_days"), "sets the lifecycle rule of the bucket "
                     "`up` creates (storage.kind: bucket); a bucket or file system of your own "
                     "keeps its own rules"))
     if created and s.job.dataset.path and not buckets.is_url(data):
         out.append((("job", "dataset", "path"), "storage.kind bucket mounts no file system: "
-                    "give the dataset as a URL (s3://BUCKET/PREFIX) or use a file system kind"))
+                    f"give the dataset as a URL ({example}) or use a file system kind"))
     return out
+
+
+def _bucket_example(cloud: str) -> str:
+    """A URL of the first object store the cloud reaches (its facts), for a message."""
+    schemes = list(buckets.reachable(cloud)) or ["s3"]
+    return f"{schemes[0]}://BUCKET/PREFIX"
 
 
 def _spot_checkpoints(s: "Spec", kinds: tuple[str, ...]) -> list[Problem]:
@@ -280,7 +287,7 @@ def _spot_checkpoints(s: "Spec", kinds: tuple[str, ...]) -> list[Problem]:
         return [(("spot", "enabled"), "needs storage for checkpoints every node mounts (a "
                  f"reclaimed node takes the container's files with it): storage.kind is {s.storage.kind}; "
                  f"set storage.kind ({shared}), job.checkpoint.path to a bucket URL "
-                 "(s3://BUCKET/PREFIX), or spot.enabled: false")]
+                 f"({_bucket_example(s.cloud)}), or spot.enabled: false")]
     if ckpt.startswith("/") and ckpt != mount and not ckpt.startswith(mount + "/"):
         return [(("job", "checkpoint", "path"), f"{ckpt} is outside the storage mount {mount}: "
                  "with spot.enabled a reclaim would lose it; use a path under it or a relative one")]

@@ -3,7 +3,7 @@ without importing the provider package; nothing here may import an SDK or the ru
 
 from fractions import Fraction
 
-from reclaunch.clouds import (BUCKET, CEPHFS, ETHERNET, NO_STORAGE, PVC, CloudFacts, Existing,
+from reclaunch.clouds import (BUCKET, CEPHFS, ETHERNET, NO_STORAGE, PVC, S3, CloudFacts, Existing,
                               FabricFacts, PreviewFacts, ReservationKind, StorageKind, Steps)
 
 EFA = FabricFacts(
@@ -110,6 +110,7 @@ FACTS = CloudFacts(
     name="aws", kind="kube",
     aliases=("amazon", "ec2", "eks", "amazon-web-services"), zone_names=_zone_names,
     storage=(FSX_LUSTRE, EFS, CEPHFS, PVC, BUCKET, NO_STORAGE),
+    object_stores=(S3,),   # through EKS Pod Identity (stacks/aws/bucket.py)
     # An On-Demand Capacity Reservation or a Capacity Block (both ids are cr-<17 hex>).
     reservation_kinds=(
         ReservationKind("odcr", r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),

@@ -4,7 +4,8 @@ without importing the provider package; nothing here may import an SDK or the ru
 from fractions import Fraction
 
 from reclaunch.clouds import (BUCKET, CEPHFS, ETHERNET, NO_STORAGE, PVC, CloudFacts, Existing,
-                              FabricFacts, PreviewFacts, ReservationKind, StorageKind, Steps)
+                              FabricFacts, ObjectStore, PreviewFacts, ReservationKind, StorageKind,
+                              Steps)
 
 INFINIBAND = FabricFacts(
     "infiniband", addons=("network-operator", "nic-cluster-policy", "nvidia-peermem-reloader"),
@@ -94,9 +95,21 @@ AZURE_FILES = StorageKind(
     steps=Steps(((100, 1, None),)), usd_per_gb_month=0.16,
     existing=Existing("<storage account>/<share>", "mystorageacct/data", _files_volume))
 
+# Blob storage through AKS workload identity (stacks/azure/bucket.py). Containers:
+# learn.microsoft.com/rest/api/storageservices/naming-and-referencing-containers--blobs--and-
+# metadata (3-63, lowercase, digits, single hyphens); accounts: learn.microsoft.com/azure/
+# storage/common/storage-account-overview#storage-account-name (3-24 lowercase and digits).
+BLOB = ObjectStore(
+    ("az", "abfs", "abfss"), "azblob", "adlfs",
+    (r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]", "3-63 lowercase letters, digits or single hyphens"),
+    account_rule=(r"[a-z0-9]{3,24}", "an Azure storage account name (3-24 lowercase letters and digits)"),
+    account_host="dfs.core.windows.net",
+    account_form="abfs://{bucket}@ACCOUNT.dfs.core.windows.net/{prefix}")
+
 FACTS = CloudFacts(
     name="azure", aliases=("microsoft", "aks", "microsoft-azure"), zone_names=_zone_names, kind="kube",
     storage=(AZURE_LUSTRE, AZURE_FILES, CEPHFS, PVC, BUCKET, NO_STORAGE),
+    object_stores=(BLOB,),
     # A capacity reservation group, by its resource id.
     reservation_kinds=(ReservationKind(
         "azure-crg",

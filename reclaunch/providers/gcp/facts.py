@@ -3,8 +3,9 @@ without importing the provider package; nothing here may import an SDK or the ru
 
 from fractions import Fraction
 
-from reclaunch.clouds import (BUCKET, CEPHFS, ETHERNET, NO_STORAGE, PVC, CloudFacts, Existing,
-                              FabricFacts, PreviewFacts, ReservationKind, StorageKind, Steps)
+from reclaunch.clouds import (BUCKET, CEPHFS, ETHERNET, NO_STORAGE, PVC, S3, CloudFacts, Existing,
+                              FabricFacts, ObjectStore, PreviewFacts, ReservationKind, StorageKind,
+                              Steps)
 
 # Jumbo frames on GPU NICs: what Google's A3 guides set for TCPX/TCPXO; RoCE VPCs use 8896
 # (the stack's VPC default elsewhere is 1460).
@@ -55,6 +56,10 @@ FILESTORE = StorageKind(
     steps=Steps(((1024, 256, 9984), (10240, 2560, 102400))), usd_per_gb_month=0.20,
     existing=Existing("<instance IP>/<share>", "10.0.0.2/data", _filestore_volume))
 
+# Cloud Storage through GKE Workload Identity (stacks/gcp/bucket.py); bucket names:
+# cloud.google.com/storage/docs/buckets#naming (the S3 shape for names without dots).
+GCS = ObjectStore(("gs",), "gcs", "gcsfs", S3.name_rule)
+
 # A GCP resource name (cloud.google.com/compute/docs/naming-resources).
 _NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
 
@@ -62,6 +67,7 @@ FACTS = CloudFacts(
     # Zones: the catalog's own (us-central1-a, from the SkyPilot snapshot), as they are named.
     name="gcp", aliases=("google", "gke", "google-cloud", "gce"), kind="kube",
     storage=(FILESTORE, CEPHFS, PVC, BUCKET, NO_STORAGE),
+    object_stores=(GCS,),
     # A reservation by name, or by its path when another project shares it.
     reservation_kinds=(ReservationKind(
         "gcp-reservation",

@@ -1,6 +1,6 @@
 """cloud: local (torchrun on this machine): the facts the pure layers need, as data."""
 
-from reclaunch.clouds import BUCKET, GLOO, NO_STORAGE, CloudFacts, StorageKind
+from reclaunch.clouds import BUCKET, GLOO, NO_STORAGE, S3, CloudFacts, StorageKind
 
 # A directory of this machine every simulated node sees (the provider maps storage.mount_path
 # into its run directory): no claim, nothing billed.
@@ -12,6 +12,7 @@ FACTS = CloudFacts(
     # the move.
     name="local", kind="here", aliases=("localhost", "laptop", "here"),
     storage=(HOSTPATH, BUCKET, NO_STORAGE),
+    object_stores=(S3,),   # whatever AWS_ENDPOINT_URL names (MinIO, moto)
     fabrics=(GLOO,),
     planner={"reclaim_rate_per_node_hour": 0.0, "control_plane_usd_per_hour": 0.0,
              "pvc_usd_per_gb_month": 0.0},
