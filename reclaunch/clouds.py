@@ -311,6 +311,12 @@ def alias_of(word: object) -> str | None:
     return next((c for c, f in _all().items() if key in f.aliases), None)
 
 
+def here() -> CloudFacts:
+    """The target that runs on this machine (kind "here"): its planner.yaml section holds the
+    CPU-process constants, and `reclaunch calibrate` measures this host for it."""
+    return next(f for f in _all().values() if f.runs_here)
+
+
 def known(cloud: str) -> bool:
     return cloud in _all()
 

@@ -50,7 +50,7 @@ def _addons_file() -> Path:
 
 ADDONS_FILE = _addons_file()
 
-_GCP_LABEL = re.compile(r"[^a-z0-9_-]")
+_NOT_LABEL = re.compile(r"[^a-z0-9_-]")   # what a GCP label value may not hold
 
 
 def tags(plan: "Plan", **extra: str) -> dict[str, str]:
@@ -60,7 +60,7 @@ def tags(plan: "Plan", **extra: str) -> dict[str, str]:
 
 def label_safe(value: str) -> str:
     """A GCP label value: lowercase letters, digits, '-' and '_', at most 63 characters."""
-    return _GCP_LABEL.sub("-", str(value).lower())[:63]
+    return _NOT_LABEL.sub("-", str(value).lower())[:63]
 
 
 def labels(plan: "Plan", **extra: str) -> dict[str, str]:

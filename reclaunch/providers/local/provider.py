@@ -49,6 +49,12 @@ class LocalProvider:
     name = "local"
 
     # ------------------------------------------------------------ Provider protocol
+    def describe(self, plan: "Plan") -> tuple[list[list[str]], dict[str, str]]:
+        """`up --dry-run`: (one torchrun command per node, the job's environment)."""
+        from reclaunch.providers.local.dryrun import describe
+
+        return describe(plan)
+
     def check_ready(self, plan: "Plan | None" = None) -> None:
         if importlib.util.find_spec("torch") is None:
             raise MissingExtraError("torch", "local")
