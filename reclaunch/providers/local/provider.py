@@ -22,27 +22,13 @@ from reclaunch import host
 from reclaunch.errors import MissingExtraError, ProviderError, UsageError
 from reclaunch.providers import JobStatus, UpOptions
 from reclaunch.providers.local import proc as lp
+from reclaunch.providers.local.dryrun import entrypoint
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 # More simulated GPUs than this per core only thrash: gloo timeouts, not a rehearsal.
 PROCS_PER_CORE = 4
-
-
-def entrypoint(command: list[str], args: list[str]) -> list[str]:
-    """job.command + args -> torchrun's trailing arguments (the interpreter is this one);
-    the rule is the cluster's (reclaunch.manifests.launcher)."""
-    from reclaunch.manifests.launcher import torchrun_tail
-
-    cmd = [*command, *args]
-    if cmd[0] == sys.executable:
-        cmd = ["python", *cmd[1:]]
-    try:
-        tail = torchrun_tail(cmd, interpreter=sys.executable)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    return tail if tail is not None else ["--no-python", *cmd]
 
 
 class LocalProvider:
