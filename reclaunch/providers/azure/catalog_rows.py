@@ -1,11 +1,11 @@
 """Regenerate the bundled catalog's Azure rows from a SkyPilot Azure catalog snapshot. Not on any
 start-up path: run by hand when a newer snapshot is read, then review the diff and commit.
 
-    python -m reclaunch.catalog.build_azure --as-of 2026-11-09 [--azure FILE ...] [--write]
+    python -m reclaunch.providers.azure.catalog_rows --as-of 2026-11-09 [--azure FILE ...] [--write]
 
 Input: SkyPilot's `catalogs/v6/azure/vms.csv` (github.com/skypilot-org/skypilot-catalog; the v8
 catalog has no Azure file). The default --azure files are the extracts in
-../shared/reference/catalog-sources/ (reclaunch/catalog/sources.py AZURE; another project's
+../shared/reference/catalog-sources/ (SOURCES below; another project's
 file, so not package data): skypilot_v6_azure_098741e7.csv (the 4- and 8-GPU types) and
 skypilot_v6_azure_098741e7_sizes.csv (NC24ads/NC48ads A100 v4, NC40ads/NC80adis H100 v5), the
 rows of the Azure types in data/instance_types.csv, verbatim, of the copy read at commit
@@ -14,7 +14,7 @@ or ND GB200 v6 row (newer than the snapshot): those have no dated source and are
 SpotPrice (one per region: Azure spot is not per zone in this file), Region. Its AcceleratorCount
 is not used (it says 12 for ND96isr_H100_v5; the facts table is authoritative).
 
-Date: the file carries none. It is dated the way the AWS snapshot is (build_catalog.py): its
+Date: the file carries none. It is dated the way the AWS snapshot is (providers/aws/catalog_rows.py): its
 eastus Standard_ND96asr_v4 (27.197) and Standard_ND96isr_H100_v5 (98.32) prices are exactly the
 ones receipted on 2026-11-09 in shared/reference/prices.md (3.3996 and 12.29 per GPU), so
 --as-of 2026-11-09; RECEIPTS below lets the data test check that match.
@@ -35,6 +35,8 @@ from pathlib import Path
 from reclaunch.catalog import sources
 from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts, write_instances, as_of_in_future, read_instances
 
+CLOUD = "azure"
+SOURCES = ("skypilot_v6_azure_098741e7.csv", "skypilot_v6_azure_098741e7_sizes.csv")
 SNAPSHOT_NAME = "skypilot-org/skypilot-catalog@098741e7 catalogs/v6/azure/vms.csv"
 AS_OF = dt.date(2026, 11, 9)
 # (instance type, region) -> on-demand USD/h receipted on AS_OF (shared/reference/prices.md).
@@ -45,7 +47,7 @@ RECEIPTS = {("Standard_ND96asr_v4", "eastus"): 27.197,
 def generate(snapshot_rows, facts, snapshot: str = SNAPSHOT_NAME, as_of: dt.date = AS_OF):
     # The file has no AvailabilityZone column: every row aggregates as one zone-less cell.
     rows = ({**r, "AvailabilityZone": ""} for r in snapshot_rows)
-    out, notes = build_rows(aggregate(rows, facts, cloud="azure"), facts, snapshot, as_of, cloud="azure")
+    out, notes = build_rows(aggregate(rows, facts, CLOUD), facts, snapshot, as_of, CLOUD)
     for r in out:   # build_rows words the spot note for AWS AZs; Azure gives one price a region
         r["source"] = (r["source"].replace("midpoint of 1 AZ(s) below on-demand", "the region's price")
                        .replace("no AZ with a spot price below on-demand", "none (the file's spot is the on-demand price)"))
@@ -62,7 +64,7 @@ def merge_regions(existing: list[dict], generated: list[dict]) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--azure", nargs="+", type=Path, default=sources.defaults(sources.AZURE),
+    ap.add_argument("--azure", nargs="+", type=Path, default=sources.defaults(SOURCES),
                     help="SkyPilot catalogs/v6/azure/vms.csv or extracts of it")
     ap.add_argument("--snapshot", default=SNAPSHOT_NAME, help="repo@commit path, written into every row's source")
     ap.add_argument("--as-of", required=True, type=dt.date.fromisoformat,
