@@ -208,6 +208,9 @@ class CloudFacts(NamedTuple):
     pip_extra: str | None = None
     sdk_modules: tuple[str, ...] = ()
     offers: str | None = None                  # catalog rows CSV next to the facts file
+    # Add-ons k8s/addons.yaml does not hold (a YAML of the same form next to the facts file):
+    # what its nodes run that reclaunch does not install, e.g. a device plugin of its fabric.
+    addon_file: str | None = None
     home: Path | None = None                   # the facts file's folder (set by the loader)
     # Other names people write for this target (`cloud: amazon`): validate's "did you mean".
     aliases: tuple[str, ...] = ()

@@ -212,7 +212,12 @@ def load_addon_file(path: str = str(ADDONS_FILE)) -> dict[str, Any]:
 
 
 def load_addons(path: str = str(ADDONS_FILE)) -> tuple[dict[str, Any], ...]:
-    return tuple(load_addon_file(path)["addons"])
+    """The bundled add-ons, then those a registered cloud ships (CloudFacts.addon_file)."""
+    from reclaunch import clouds
+
+    own = tuple(a for f in clouds.all_facts() if f.addon_file and f.home
+                for a in load_addon_file(str(f.home / f.addon_file))["addons"])
+    return tuple(load_addon_file(path)["addons"]) + (own if path == str(ADDONS_FILE) else ())
 
 
 def gpudirect_release(kind: str = "tcpxo") -> dict[str, str]:
