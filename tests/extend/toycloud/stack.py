@@ -3,6 +3,7 @@ its policy rules and a Pulumi program of toy resources (generic CustomResources,
 `reclaunch preview` runs under Pulumi's mocks)."""
 
 from stacks import common as c
+from stacks.policy import owned_storage
 
 
 def node_pools(plan):
@@ -59,7 +60,9 @@ def policy_rules():
     return {"control-plane-private": _private_api, "no-world-ssh": _nothing,
             "volumes-encrypted": _encrypted, "scoped-iam": _nothing,
             "gpu-pools-pinned": _nothing, "bucket-private": _nothing,
-            "bucket-scoped": _nothing}
+            "bucket-scoped": _nothing, "bucket-keeps-checkpoints": _nothing,
+            # nothing imported unless retained; the toy has no bucket resource type
+            "owned-storage": lambda plan, rs: owned_storage(plan, rs, ())}
 
 
 def program(plan):
