@@ -13,8 +13,7 @@ import yaml
 
 from reclaunch import clouds
 from reclaunch.errors import SpecError
-from reclaunch.spec.buckets import OBJECT_STORES
-from reclaunch.spec.facts import MOUNTED_STORAGE, SIZED_STORAGE
+from reclaunch.spec.buckets import reachable
 from stacks.policy import check
 
 from .conftest import EXAMPLES, make_plan
@@ -30,7 +29,7 @@ def _example(cloud: str) -> str:
 
 
 def _scheme(cloud: str) -> str:
-    return next(s for s, f in OBJECT_STORES.items() if cloud in f.clouds)
+    return next(iter(reachable(cloud)))   # the first object store the cloud's facts name
 
 
 # A container the user already has must name its storage account (the stack makes none).
@@ -42,21 +41,22 @@ def _url(scheme: str, created: bool) -> str:
         scheme, f"{scheme}://acme-ckpt/run-1")
 
 
-STACK_CLOUDS = [c for c in clouds.kube_names() if clouds.get(c).stack]
-COMBOS = [(cloud, kind, bucket, spot) for cloud in STACK_CLOUDS
+STACK_CLOUDS = list(clouds.kube_names())   # each has a stack (stacks.facts refuses one without)
+COMBOS = [(cloud, kind.name, bucket, spot) for cloud in STACK_CLOUDS
           for kind in clouds.get(cloud).storage for bucket in (False, True)
           for spot in (False, True)]
 
 
 def spec_text(cloud: str, kind: str, bucket: bool, spot: bool) -> str:
     doc = yaml.safe_load((EXAMPLES / _example(cloud)).read_text())
-    doc["storage"] = {"kind": kind, **({"size": SIZE} if kind in SIZED_STORAGE else {}),
+    rec = clouds.storage_kind(kind)
+    doc["storage"] = {"kind": kind, **({"size": SIZE} if rec.sized else {}),
                       **({"existing": EXISTING[kind]} if kind in EXISTING else {}),
-                      **({"mount_path": "/data"} if kind in MOUNTED_STORAGE else {})}
+                      **({"mount_path": "/data"} if rec.mounted else {})}
     doc["spot"] = {"enabled": spot, **({"fallback": "on-demand"} if spot else {})}
     ckpt = _url(_scheme(cloud), created=kind == "bucket") if bucket else "/data/ckpt"
     doc["job"]["checkpoint"] = {"path": ckpt, "every_minutes": 15}
-    if kind not in MOUNTED_STORAGE:
+    if not rec.mounted:
         doc["job"]["dataset"].pop("path", None)
     return yaml.safe_dump(doc)
 
