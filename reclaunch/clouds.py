@@ -336,13 +336,19 @@ def all_facts() -> Iterator[CloudFacts]:
     return iter(_all().values())
 
 
+def _gathered(records: Callable[[CloudFacts], tuple]) -> dict[str, Any]:
+    """One field's records over every target, by name (the first declaration wins); those
+    several targets offer (`generic`) last."""
+    out: dict[str, Any] = {}
+    for f in _all().values():
+        for rec in records(f):
+            out.setdefault(rec.name, rec)
+    return dict(sorted(out.items(), key=lambda kv: kv[1].generic))
+
+
 def fabrics() -> dict[str, FabricFacts]:
     """Every fabric any target declares, by name; generic ones (ethernet) last."""
-    out: dict[str, FabricFacts] = {}
-    for f in _all().values():
-        for fab in f.fabrics:
-            out.setdefault(fab.name, fab)
-    return dict(sorted(out.items(), key=lambda kv: kv[1].generic))
+    return _gathered(lambda f: f.fabrics)
 
 
 def fabric(name: str) -> FabricFacts:
@@ -356,11 +362,7 @@ def selectable_fabrics() -> tuple[str, ...]:
 
 def storage_kinds() -> dict[str, StorageKind]:
     """Every storage kind any target provides, by name; generic ones (none, bucket) last."""
-    out: dict[str, StorageKind] = {}
-    for f in _all().values():
-        for kind in f.storage:
-            out.setdefault(kind.name, kind)
-    return dict(sorted(out.items(), key=lambda kv: kv[1].generic))
+    return _gathered(lambda f: f.storage)
 
 
 def storage_kind(name: str) -> StorageKind:

@@ -106,7 +106,7 @@ def keeps_checkpoints(plan: "Plan", rs: list[dict], expiring: Callable[[dict], b
             "did not ask to expire" for r in rs if expiring(r)]
 
 
-def owned_storage(plan: "Plan", rs: list[dict], bucket_types: tuple[str, ...],
+def owns_only(plan: "Plan", rs: list[dict], bucket_types: tuple[str, ...],
                   foreign: Callable[[dict, set[str]], list[str]] = lambda r, named: []) -> list[str]:
     """owned-storage, given the cloud's bucket resource types and what else it may not create
     on a bucket the user named (`foreign(resource, named buckets)` -> findings)."""
@@ -126,6 +126,13 @@ def owned_storage(plan: "Plan", rs: list[dict], bucket_types: tuple[str, ...],
                        "the stack does not create (storage.kind: bucket only)")
         out += foreign(r, named)
     return out
+
+
+def rules_of(module: Any) -> dict[str, Rule]:
+    """A stack's policy module's rule for each DECLARED policy: its function of that name
+    (control-plane-private: control_plane_private). One it lacks is left out; check() says so."""
+    return {n: getattr(module, n.replace("-", "_")) for n in DECLARED
+            if callable(getattr(module, n.replace("-", "_"), None))}
 
 
 def rules(plan: "Plan") -> dict[str, Rule]:

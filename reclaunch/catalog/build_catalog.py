@@ -10,12 +10,15 @@ the caller's --as-of (a dated receipt of the same numbers), never a guess.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import datetime as dt
 import re
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from reclaunch.catalog import sources
 
 DATA = Path(__file__).with_name("data")
 # AWS Local Zone AZ IDs (use1-atl2-az1, usw2-lax1-az1) are a metro edge site, not an AZ of the
@@ -124,3 +127,36 @@ def write_instances(out: Path, rows: list[dict]) -> None:
         for r in rows:
             w.writerow({c: r.get(c, "") for c in INSTANCE_COLUMNS})
     print(f"wrote {out}")
+
+
+def read_inputs(argv: list[str] | None, doc: str, flag: str, files_help: str,
+                defaults: tuple[str, ...], snapshot: str | None, as_of_help: str):
+    """The generators' command line: --<flag> FILE..., --snapshot, --as-of, --out, --write.
+    (args, facts, snapshot rows), or None after one line saying why (a date in the future, a
+    missing file): the caller exits 2."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument(f"--{flag}", dest="files", nargs="+", type=Path,
+                    default=sources.defaults(defaults), help=files_help)
+    ap.add_argument("--snapshot", required=snapshot is None, default=snapshot,
+                    help="repo@commit path, written into every row's source")
+    ap.add_argument("--as-of", required=True, type=dt.date.fromisoformat, help=as_of_help)
+    ap.add_argument("--out", type=Path, default=DATA / "instances.csv")
+    ap.add_argument("--write", action="store_true", help="write --out (default: print a summary only)")
+    a = ap.parse_args(argv)
+    if as_of_in_future(a.as_of):
+        return None
+    snap = sources.read_csv_rows(a.files)
+    return None if snap is None else (a, read_facts(), snap)
+
+
+def report(a, notes: list[str], lines: list[str], generated: list[dict], merged: list[dict]) -> int:
+    """The generators' end: notes on stderr, one line per what was read, the counts, and the
+    catalog written with --write."""
+    for n in notes:
+        print("note:", n, file=sys.stderr)
+    for line in lines:
+        print(line)
+    print(f"{len(generated)} generated rows; {len(merged)} rows in all")
+    if a.write:
+        write_instances(a.out, merged)
+    return 0

@@ -1,10 +1,11 @@
-"""stacks/policy.py's policies over what the EKS stack creates (StackFacts.policy_rules)."""
+"""stacks/policy.py's policies over what the EKS stack creates: one function per policy,
+named after it (stacks.policy.rules_of reads them for StackFacts.policy_rules)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from stacks.policy import keeps_checkpoints, owned_storage, ssh_rule_open, statements, world_open
+from stacks.policy import keeps_checkpoints, owns_only, ssh_rule_open, statements, world_open
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -131,8 +132,8 @@ def _bucket_wide(r: dict, named: set[str]) -> list[str]:
     return []
 
 
-def bucket_owned(plan: "Plan", rs: list[dict]) -> list[str]:
-    return owned_storage(plan, rs, BUCKET_TYPES, _bucket_wide)
+def owned_storage(plan: "Plan", rs: list[dict]) -> list[str]:
+    return owns_only(plan, rs, BUCKET_TYPES, _bucket_wide)
 
 
 def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:
@@ -152,12 +153,3 @@ def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:
             if s3 and any(x in ("*", "arn:aws:s3:::*", "arn:aws:s3:::*/*") for x in res):
                 out.append(f"{n}: {', '.join(s3)} on every bucket")
     return out
-
-
-RULES: dict[str, Callable[["Plan", list[dict]], list[str]]] = {
-    "control-plane-private": control_plane_private, "no-world-ssh": no_world_ssh,
-    "volumes-encrypted": volumes_encrypted, "scoped-iam": scoped_iam,
-    "gpu-pools-pinned": gpu_pools_pinned, "bucket-private": bucket_private,
-    "bucket-scoped": bucket_scoped, "bucket-keeps-checkpoints": bucket_keeps_checkpoints,
-    "owned-storage": bucket_owned,
-}

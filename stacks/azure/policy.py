@@ -1,10 +1,11 @@
-"""stacks/policy.py's policies over what the AKS stack creates (StackFacts.policy_rules)."""
+"""stacks/policy.py's policies over what the AKS stack creates: one function per policy,
+named after it (stacks.policy.rules_of reads them for StackFacts.policy_rules)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-from stacks.policy import WORLD, get, keeps_checkpoints, owned_storage, world_open
+from stacks.policy import WORLD, get, keeps_checkpoints, owns_only, world_open
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -106,10 +107,10 @@ def bucket_keeps_checkpoints(plan: "Plan", rs: list[dict]) -> list[str]:
     return keeps_checkpoints(plan, rs, _deletes_blobs)
 
 
-def bucket_owned(plan: "Plan", rs: list[dict]) -> list[str]:
+def owned_storage(plan: "Plan", rs: list[dict]) -> list[str]:
     # A container the user named gets a role assignment at its scope only (bucket-scoped): the
     # stack creates no account or container resource for it to own.
-    return owned_storage(plan, rs, ())
+    return owns_only(plan, rs, ())
 
 
 def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:
@@ -117,12 +118,3 @@ def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:
     return [f"{r['name']}: blob data role above a container ({r['inputs'].get('scope')})"
             for r in rs if r["type"] == ROLE_ASSIGNMENT and _role(r) in BLOB_DATA_ROLES
             and "/blobServices/default/containers/" not in str(r["inputs"].get("scope", ""))]
-
-
-RULES: dict[str, Callable[["Plan", list[dict]], list[str]]] = {
-    "control-plane-private": control_plane_private, "no-world-ssh": no_world_ssh,
-    "volumes-encrypted": volumes_encrypted, "scoped-iam": scoped_iam,
-    "gpu-pools-pinned": gpu_pools_pinned, "bucket-private": bucket_private,
-    "bucket-scoped": bucket_scoped, "bucket-keeps-checkpoints": bucket_keeps_checkpoints,
-    "owned-storage": bucket_owned,
-}

@@ -26,6 +26,7 @@ def pod_identity(plan):
 
 def policy_rules():
     """The GKE stack's rule for each policy of stacks.policy.DECLARED."""
-    from stacks.gcp.policy import RULES
+    from stacks import policy
+    from stacks.gcp import policy as mine
 
-    return RULES
+    return policy.rules_of(mine)

@@ -1,10 +1,11 @@
-"""stacks/policy.py's policies over what the GKE stack creates (StackFacts.policy_rules)."""
+"""stacks/policy.py's policies over what the GKE stack creates: one function per policy,
+named after it (stacks.policy.rules_of reads them for StackFacts.policy_rules)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-from stacks.policy import WORLD, get, keeps_checkpoints, owned_storage, world_open
+from stacks.policy import WORLD, get, keeps_checkpoints, owns_only, world_open
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -102,8 +103,8 @@ def _authoritative(r: dict, named: set[str]) -> list[str]:
              "removes them on destroy (use BucketIAMMember)"] if t in AUTHORITATIVE_IAM else [])
 
 
-def bucket_owned(plan: "Plan", rs: list[dict]) -> list[str]:
-    return owned_storage(plan, rs, (BUCKET,), _authoritative)
+def owned_storage(plan: "Plan", rs: list[dict]) -> list[str]:
+    return owns_only(plan, rs, (BUCKET,), _authoritative)
 
 
 def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:
@@ -113,12 +114,3 @@ def bucket_scoped(plan: "Plan", rs: list[dict]) -> list[str]:
     return [f"{r['name']}: {r['inputs']['role']} on the whole project (grant it on the bucket)"
             for r in rs if r["type"] == "gcp:projects/iAMMember:IAMMember"
             and str(r["inputs"].get("role", "")).startswith("roles/storage.")]
-
-
-RULES: dict[str, Callable[["Plan", list[dict]], list[str]]] = {
-    "control-plane-private": control_plane_private, "no-world-ssh": no_world_ssh,
-    "volumes-encrypted": volumes_encrypted, "scoped-iam": scoped_iam,
-    "gpu-pools-pinned": gpu_pools_pinned, "bucket-private": bucket_private,
-    "bucket-scoped": bucket_scoped, "bucket-keeps-checkpoints": bucket_keeps_checkpoints,
-    "owned-storage": bucket_owned,
-}

@@ -26,15 +26,11 @@ instance is sold: a region it does not list for a covered type is dropped.
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import sys
 from collections import defaultdict
-from pathlib import Path
 
-from reclaunch.catalog import sources
-from reclaunch.catalog.build_catalog import (DATA, aggregate, as_of_in_future, build_rows, merge,
-                                             read_facts, read_instances, write_instances)
+from reclaunch.catalog.build_catalog import (aggregate, build_rows, merge, read_inputs,
+                                             read_instances, report)
 
 CLOUD = "aws"
 # The extract read by default (in the sources folder): the named rows of one file of another
@@ -43,36 +39,20 @@ SOURCES = ("skypilot_v8_aws_00148f2a_sizes.csv",)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--aws", nargs="+", type=Path, default=sources.defaults(SOURCES),
-                    help="SkyPilot catalogs/v*/aws/vms.csv (or extracts of it)")
-    ap.add_argument("--snapshot", required=True, help="repo@commit path, written into every row's source")
-    ap.add_argument("--as-of", required=True, type=dt.date.fromisoformat,
-                    help="the date the snapshot's prices are known to hold (YYYY-MM-DD)")
-    ap.add_argument("--out", type=Path, default=DATA / "instances.csv")
-    ap.add_argument("--write", action="store_true", help="write --out (default: print a summary only)")
-    a = ap.parse_args(argv)
-    if as_of_in_future(a.as_of):
+    got = read_inputs(argv, __doc__, "aws", "SkyPilot catalogs/v*/aws/vms.csv (or extracts of it)",
+                      SOURCES, None, "the date the snapshot's prices are known to hold (YYYY-MM-DD)")
+    if got is None:
         return 2
-    facts = read_facts()
-    snap = sources.read_csv_rows(a.aws)
-    if snap is None:
-        return 2
+    a, facts, snap = got
     cells = aggregate(snap, facts, CLOUD)
     generated, notes = build_rows(cells, facts, a.snapshot, a.as_of, CLOUD)
     existing = read_instances(a.out)
     merged = merge(existing, generated, CLOUD)
-    for n in notes:
-        print("note:", n, file=sys.stderr)
     per_type: dict[str, list[str]] = defaultdict(list)
     for r in generated:
         per_type[r["instance_type"]].append(r["region"])
-    for it, regions in sorted(per_type.items()):
-        print(f"{it}: {len(regions)} regions: {' '.join(regions)}")
-    print(f"{len(generated)} generated rows; {len(merged)} rows in all")
-    if a.write:
-        write_instances(a.out, merged)
-    return 0
+    return report(a, notes, [f"{it}: {len(regions)} regions: {' '.join(regions)}"
+                             for it, regions in sorted(per_type.items())], generated, merged)
 
 
 if __name__ == "__main__":

@@ -27,13 +27,11 @@ equal to on-demand (ND96isr_H100_v5 in this file) is no spot discount and is lef
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import sys
-from pathlib import Path
 
-from reclaunch.catalog import sources
-from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts, write_instances, as_of_in_future, read_instances
+from reclaunch.catalog.build_catalog import (aggregate, build_rows, read_inputs, read_instances,
+                                             report)
 
 CLOUD = "azure"
 SOURCES = ("skypilot_v6_azure_098741e7.csv", "skypilot_v6_azure_098741e7_sizes.csv")
@@ -63,32 +61,17 @@ def merge_regions(existing: list[dict], generated: list[dict]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--azure", nargs="+", type=Path, default=sources.defaults(SOURCES),
-                    help="SkyPilot catalogs/v6/azure/vms.csv or extracts of it")
-    ap.add_argument("--snapshot", default=SNAPSHOT_NAME, help="repo@commit path, written into every row's source")
-    ap.add_argument("--as-of", required=True, type=dt.date.fromisoformat,
-                    help="the date the snapshot's prices are known to hold (a dated receipt of the same numbers)")
-    ap.add_argument("--out", type=Path, default=DATA / "instances.csv")
-    ap.add_argument("--write", action="store_true", help="write --out (default: print a summary only)")
-    a = ap.parse_args(argv)
-    if as_of_in_future(a.as_of):
+    got = read_inputs(argv, __doc__, "azure", "SkyPilot catalogs/v6/azure/vms.csv or extracts of it",
+                      SOURCES, SNAPSHOT_NAME, "the date the snapshot's prices are known to hold "
+                      "(a dated receipt of the same numbers)")
+    if got is None:
         return 2
-    facts = read_facts()
-    snap = sources.read_csv_rows(a.azure)
-    if snap is None:
-        return 2
+    a, facts, snap = got
     generated, notes = generate(snap, facts, a.snapshot, a.as_of)
     existing = read_instances(a.out)
     merged = merge_regions(existing, generated)
-    for n in notes:
-        print("note:", n, file=sys.stderr)
-    for r in generated:
-        print(f"{r['instance_type']} {r['region']}: {r['on_demand_usd'] or '-'} / spot {r['spot_usd'] or '-'}")
-    print(f"{len(generated)} generated rows; {len(merged)} rows in all")
-    if a.write:
-        write_instances(a.out, merged)
-    return 0
+    return report(a, notes, [f"{r['instance_type']} {r['region']}: {r['on_demand_usd'] or '-'} / "
+                             f"spot {r['spot_usd'] or '-'}" for r in generated], generated, merged)
 
 
 if __name__ == "__main__":

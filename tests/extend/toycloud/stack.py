@@ -3,7 +3,7 @@ its policy rules and a Pulumi program of toy resources (generic CustomResources,
 `reclaunch preview` runs under Pulumi's mocks)."""
 
 from stacks import common as c
-from stacks.policy import owned_storage
+from stacks.policy import owns_only
 
 
 def node_pools(plan):
@@ -62,7 +62,7 @@ def policy_rules():
             "gpu-pools-pinned": _nothing, "bucket-private": _nothing,
             "bucket-scoped": _nothing, "bucket-keeps-checkpoints": _nothing,
             # nothing imported unless retained; the toy has no bucket resource type
-            "owned-storage": lambda plan, rs: owned_storage(plan, rs, ())}
+            "owned-storage": lambda plan, rs: owns_only(plan, rs, ())}
 
 
 def program(plan):
