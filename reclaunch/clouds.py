@@ -26,6 +26,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
+from reclaunch.errors import UsageError
+
 # The one registry line per built-in cloud: its package under reclaunch/providers/ (and, for a
 # cloud with a stack, stacks/<name>/).
 BUILTIN: tuple[str, ...] = ("aws", "azure", "gcp", "kubernetes", "local")
@@ -228,16 +230,12 @@ def _facts_of(module_name: str, where: str, undo: str = "") -> CloudFacts:
     try:
         mod = importlib.import_module(module_name)
     except ImportError as exc:   # a person's setting: one line (exit 2), not an internal error
-        from reclaunch.errors import UsageError
-
         raise UsageError(f"{where}: cannot import {module_name!r} ({exc})",
                          hint=f"put its package on PYTHONPATH, or {undo}") from None
     facts = getattr(mod, "FACTS", None)
     wrong = [f"{field} {x!r}" for field, want in _RECORDS.items()
              for x in getattr(facts, field, ()) if not isinstance(x, want)]
     if not isinstance(facts, CloudFacts) or wrong:
-        from reclaunch.errors import UsageError
-
         raise UsageError(f"{where}: {module_name} defines no FACTS (a reclaunch.clouds.CloudFacts)"
                          if not wrong else f"{where}: {module_name}: not a record: {wrong[0]}",
                          hint="storage, reservation_kinds, fabrics and object_stores hold this "
@@ -274,8 +272,6 @@ def _all() -> dict[str, CloudFacts]:
         for module, where, undo in _registrations():
             f = _facts_of(module, where, undo)
             if f.name in BUILTIN:
-                from reclaunch.errors import UsageError
-
                 raise UsageError(f"{where}: {module} registers cloud {f.name!r}, which is built in",
                                  hint="give the cloud another name")
             found[f.name] = f

@@ -80,6 +80,15 @@ def planning_catalog(spec, catalog, live: bool = False):
     return _package(spec.cloud, ("own",)).planning_catalog(spec, catalog, live=live)
 
 
+def save_nodes(context: str | None, out: str | None) -> tuple[str, dict[str, Any]]:
+    """`reclaunch nodes save`: a cluster you bring, its nodes as a file `plan` reads without
+    the cluster (the provider of the target of kind "own"). -> (context, what was saved)."""
+    own = clouds.own_names()
+    if not own:
+        raise UsageError("no registered target is a cluster you bring")
+    return _package(own[0], ("own",)).save_nodes(context, out)
+
+
 def schedule_for(plan: "Plan", catalog=None) -> list[dict[str, Any]]:
     """Every pod of the launch and where it lands: the stack's pools, or a cluster's own nodes."""
     if REGISTRY.get(plan.cloud, ("", ""))[1] == "own":

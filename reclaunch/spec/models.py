@@ -25,7 +25,7 @@ from reclaunch import clouds
 from reclaunch.errors import SpecError
 from reclaunch.spec import env_rules
 from reclaunch.spec.config import NESTED, STRICT, no_bool
-from reclaunch.spec.facts import STORAGE_BY_CLOUD, runs_here  # noqa: F401
+from reclaunch.spec.facts import runs_here
 from reclaunch.spec.kubernetes import KubernetesTarget
 from reclaunch.spec.stacks import STACKS, fill_knobs
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, image_size, parse_count,
@@ -66,12 +66,9 @@ JobEnvValue = Annotated[Annotated[env_rules.SecretRef, Tag(env_rules.REF)]
                         Discriminator(env_rules.discriminate)]
 
 
-
-
 Int = Annotated[int, BeforeValidator(_signed(no_bool))]
 Float = Annotated[float, BeforeValidator(no_bool)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
-
 
 
 def _one_of(choices: Callable[[], tuple[str, ...]],
@@ -100,7 +97,6 @@ StorageKind = _one_of(lambda: tuple(clouds.storage_kinds()))
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
 Preset = Literal["deepfm", "dcnv2", "din", "dlrm", "wide_deep", "custom"]
-
 
 
 # STRICT and NESTED (spec/config.py): NESTED not for the models with a default instance below

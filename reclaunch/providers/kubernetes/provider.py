@@ -101,6 +101,21 @@ def schedule(plan: "Plan", *, connect: Callable | None = None) -> list[dict[str,
     return on_nodes(plan, read_nodes((connect or _connect)(plan.region)))
 
 
+def save_nodes(context: str | None, out: str | None) -> tuple[str, dict[str, Any]]:
+    """The cluster's nodes and what its pods request, saved where `plan` finds them by the
+    spec's context (or at `out`). -> (context, {nodes, pods, path})."""
+    from pathlib import Path
+
+    from reclaunch import host
+    from reclaunch.providers.kubernetes import saved
+    from reclaunch.providers.kubernetes.connect import context_name
+
+    name = context_name(context)
+    done = saved.save(_connect(name), name, Path(out) if out else saved.default_path(name),
+                      host.today())
+    return name, done
+
+
 def sweeper(region: str, **options: Any):
     from reclaunch.providers.kubernetes.sweep import KubernetesSweeper
     return KubernetesSweeper(region, **options)
