@@ -161,17 +161,25 @@ def _straggle(fault) -> None:
 
 
 class TimedIter:
-    """The loader as an iterator that adds the host time blocked in next() to `wait`."""
+    """The loader as an iterator that adds the host time blocked in next() to `wait`, and
+    keeps the error a failed fetch raised (`failed`): the loop tells a loader that died from
+    a failure of the step itself."""
 
     def __init__(self, it, fault):
-        self.it, self.fault, self.wait = it, fault, 0.0
+        self.it, self.fault, self.wait, self.failed = it, fault, 0.0, None
 
     def __iter__(self):
         return self
 
     def __next__(self):
         t0 = time.perf_counter()
-        batch = next(self.it)
+        try:
+            batch = next(self.it)
+        except StopIteration:
+            raise
+        except Exception as exc:
+            self.failed = exc
+            raise
         if self.fault.slow_data:
             time.sleep(self.fault.slow_data)
         self.wait += time.perf_counter() - t0
@@ -275,29 +283,39 @@ def main(argv: list[str] | None = None) -> int:
         batches.wait = 0.0
         m0 = clock.mark()
         hook = fault.loss_hook(step + 1)
-        if pipeline is not None:
-            # zero_grad, forward, backward and the optimizer step all happen inside; the
-            # pipeline already holds the next batches (copied, input-dist started).
-            m1 = clock.mark()
-            _straggle(fault)
-            step_loss = engine.pipeline_step(batches, hook)
-            m2 = m3 = clock.mark()
-        else:
-            step_loss = torch.zeros((), device=d.device)
-            m1 = None
-            for i in range(args.grad_accum):
-                batch = engine.prepare(next(batches))
-                m1 = m1 or clock.mark()
-                if i == 0:
-                    _straggle(fault)
-                step_loss += engine.forward_backward(batch, hook)
-            m2 = clock.mark()
         logging = (step + 1) % args.log_every == 0 or step + 1 == args.steps
-        if logging:
-            grad_norm = engine.dense_grad_norm()
-        if pipeline is None:
-            engine.optimizer_step()
-            m3 = clock.mark()
+        try:
+            if pipeline is not None:
+                # zero_grad, forward, backward and the optimizer step all happen inside; the
+                # pipeline already holds the next batches (copied, input-dist started).
+                m1 = clock.mark()
+                _straggle(fault)
+                step_loss = engine.pipeline_step(batches, hook)
+                m2 = m3 = clock.mark()
+            else:
+                step_loss = torch.zeros((), device=d.device)
+                m1 = None
+                for i in range(args.grad_accum):
+                    batch = engine.prepare(next(batches))
+                    m1 = m1 or clock.mark()
+                    if i == 0:
+                        _straggle(fault)
+                    step_loss += engine.forward_backward(batch, hook)
+                m2 = clock.mark()
+            if logging:
+                grad_norm = engine.dense_grad_norm()
+            if pipeline is None:
+                engine.optimizer_step()
+                m3 = clock.mark()
+        except Exception as exc:
+            # The loader died after a stop was asked for (a worker the stop reached first):
+            # the model is as the last finished step left it (both pipelines fetch before
+            # their forward), so that step is saved as a SIGTERM would save it.
+            if not (stop.set and batches.failed is not None):
+                raise
+            log(f"warn loader_failed_after_stop step={step} "
+                f"error={metrics.short(f'{type(exc).__name__}: {exc}')!r}")
+            return stop_now(step)
         step += 1
 
         # One small collective per step: agreement on stop/checkpoint so every rank leaves
