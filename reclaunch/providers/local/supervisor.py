@@ -159,7 +159,13 @@ class Supervisor:
                     self.nodes[node]["state"] != "running":
                 rec.update(status="rejected", reason=f"node {node} is not running")
             else:
-                lp.signal_all(lp.marked_pids(lp.NODE_MARKER, self.node_marker(node)), signal.SIGTERM)
+                # As the kubelet stops a pod: TERM to the main process of the container only
+                # (here the node's torchrun agent, our own unreaped child), which relays it to
+                # its workers' process groups; KILL to whatever remains after the grace
+                # (advance_drills). kubernetes.io/docs/concepts/workloads/pods/pod-termination
+                agent = self.nodes[node].get("pid")
+                if agent in self.procs and lp.pid_alive(agent):   # unreaped: the pid is still it
+                    os.kill(agent, signal.SIGTERM)
                 rec.update(status="noticed", step_at_notice=self.progress["step"],
                            deadline=time.monotonic() + rec["notice"])
                 self.nodes[node]["state"] = "reclaiming"
@@ -174,10 +180,11 @@ class Supervisor:
         for rec in self.preemptions:
             node = rec["node"]
             if rec["status"] == "noticed":
-                marker = self.node_marker(node)
-                alive = lp.marked_pids(lp.NODE_MARKER, marker)
+                from reclaunch.providers.local.ident import signal_verified, with_identities
+
+                alive = with_identities(lp.marked_pids(lp.NODE_MARKER, self.node_marker(node)))
                 if now >= rec["deadline"] or not alive:
-                    lp.signal_all(alive, signal.SIGKILL)  # the instance is gone
+                    signal_verified(alive, signal.SIGKILL)  # the instance is gone, all it ran
                     rec.update(status="killed", killed_at=time.time(), graceful=not alive,
                                replace_at=now + rec["replace_after"])
                     self.nodes[node]["state"] = "replacing"
