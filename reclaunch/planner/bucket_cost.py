@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from reclaunch.planner.constants import data_yaml
+from reclaunch.planner.constants import constants, data_yaml
 from reclaunch.planner.memory import dense_shape, fused_table_sizes, optimizer_state_bytes
 from reclaunch.spec.buckets import is_url
 
@@ -72,7 +72,7 @@ def checkpoint_cost(spec, cloud: str, nodes: int, world: int, hours: float) -> C
 
 def notice_warning(spec, cloud: str, ck: CheckpointCost) -> str | None:
     """A spot job whose SIGTERM save cannot finish within the cloud's reclaim notice."""
-    notice = data()["reclaim_notice_seconds"].get(cloud)
+    notice = constants()["spot"]["reclaim_notice_seconds"].get(cloud)   # the cloud's facts
     if not spec.spot.enabled or notice is None or ck.write_seconds <= notice:
         return None
     return (f"a checkpoint to {spec.job.checkpoint.path} takes ~{ck.write_seconds:.0f} s "

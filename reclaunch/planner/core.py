@@ -200,6 +200,9 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
                     "storage": c["storage_source"],
                     "price": offer.source if offer is not None else None},
     }
+    notice = c["spot"]["reclaim_notice_seconds"].get(cloud) if spec.spot.enabled else None
+    if notice:   # what a reclaim leaves the SIGTERM checkpoint (the cloud's facts); the trainer warns past it
+        consts["reclaim_notice_seconds"] = notice
     if is_url(spec.job.checkpoint.path):   # checkpoints in a bucket (else bucket_cost is not imported)
         from reclaunch.planner.bucket_cost import checkpoint_cost, notice_warning as bucket_notice
         ck = checkpoint_cost(spec, cloud, nodes, world, hours)
