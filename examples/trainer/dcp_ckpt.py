@@ -27,6 +27,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import posixpath
 import re
 import shutil
 
@@ -149,6 +150,17 @@ def save(directory: str, step: int, state: dict, meta: dict, keep: int, is_main:
         _commit(directory, tmp, final, step, meta, keep)
     _barrier()
     return final
+
+
+def written_bytes(path: str) -> int:
+    """What a committed checkpoint holds, from its meta.json (one small read, no listing)."""
+    if store.is_url(path):
+        fs, p = store.filesystem(path)
+        doc = json.loads(fs.cat_file(posixpath.join(p, META)))
+    else:
+        with open(os.path.join(path, META)) as f:
+            doc = json.load(f)
+    return sum(store.file_size(v) for v in (doc.get("files") or {}).values())
 
 
 def list_checkpoints(directory: str) -> list[tuple[int, str]]:

@@ -117,6 +117,9 @@ class DDPEngine:
     def finish(self) -> None:
         pass
 
+    def checkpoint_bytes(self, path: str) -> int:
+        return checkpoint.written_bytes(path)
+
     def save(self, directory: str, step: int, meta: dict, keep: int, background: bool = False) -> str | None:
         """background: ignored -- one rank writes one file (checkpoint.py), no sharded async save."""
         path = None

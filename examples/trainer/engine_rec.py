@@ -229,6 +229,9 @@ class RecEngine:
     def finish(self) -> None:
         dcp_ckpt.wait_pending()
 
+    def checkpoint_bytes(self, path: str) -> int:
+        return dcp_ckpt.written_bytes(path)
+
     def restore(self, directory: str, fingerprint: dict) -> tuple[int, dict, str | None]:
         found = dcp_ckpt.latest(directory, self.d.is_main, self.log)
         if found is None:

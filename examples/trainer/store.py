@@ -52,6 +52,11 @@ def sizes(fs, path: str, skip: str = "") -> dict[str, int]:
     return out
 
 
+def file_size(entry) -> int:
+    """A marker's file entry: its size in bytes."""
+    return int(entry)
+
+
 def write_marker(fs, path: str, name: str, doc: dict) -> None:
     fs.invalidate_cache(path)
     fs.pipe_file(posixpath.join(path, name), (json.dumps(doc, indent=1) + "\n").encode())

@@ -241,14 +241,28 @@ def main(argv: list[str] | None = None) -> int:
     pipeline = getattr(engine, "pipeline", None)
 
     def save(step: int, background: bool = False) -> None:
-        if args.checkpoint_dir:
-            if fault.slow_save:
-                time.sleep(fault.slow_save)
-            meta = {"config": fingerprint, "world_size": d.world_size, **engine.checkpoint_meta(),
-                    "extras": {"first_loss": first_loss, "final_loss": final_loss}}
-            path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints,
-                               **({"background": True} if background else {}))
-            log(f"info checkpoint step={step} path={path}{' async=true' if getattr(engine, 'saved_async', False) else ''}")
+        """Every save says how long the training stood still for it, and warns when it would
+        not fit in the spot reclaim notice (the SIGTERM save has that long, then SIGKILL)."""
+        if not args.checkpoint_dir:
+            return
+        t0 = time.monotonic()
+        if fault.slow_save:
+            time.sleep(fault.slow_save)
+        meta = {"config": fingerprint, "world_size": d.world_size, **engine.checkpoint_meta(),
+                "extras": {"first_loss": first_loss, "final_loss": final_loss}}
+        path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints,
+                           **({"background": True} if background else {}))
+        secs = time.monotonic() - t0
+        if getattr(engine, "saved_async", False):   # written behind the next steps: size unknown yet
+            log(f"info checkpoint step={step} path={path} seconds={secs:.2f} async=true")
+            return
+        size = engine.checkpoint_bytes(path) if d.is_main else None
+        log(f"info checkpoint step={step} path={path} seconds={secs:.2f}"
+            + (f" bytes={size} mb_per_s={size / 1e6 / max(secs, 1e-9):.3g}" if size else ""))
+        notice = args.reclaim_notice_seconds
+        if notice > 0 and secs > notice:
+            log(f"warn checkpoint_slower_than_notice seconds={secs:.1f} notice={notice:g}: a spot reclaim "
+                "would SIGKILL the SIGTERM save, and the job resume from the last periodic checkpoint")
 
     def summary(step: int, status: str) -> dict:
         elapsed = time.monotonic() - t_start

@@ -79,3 +79,23 @@ def test_loader_workers_ignore_the_stop_signals_but_not_the_trainers_death():
     out = subprocess.run([sys.executable, "-c", PROBE, str(TRAINER_DIR)], env=clean_env(), capture_output=True,
                          text=True, timeout=50)
     assert out.stdout.split() == ["True", "True", "True"], out.stdout + out.stderr
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("engine", ["torchrec", "ddp"])
+def test_each_save_says_how_long_and_warns_past_the_reclaim_notice(run_main, tmp_path, engine):
+    """Issue 37: the save time (and size, rate) of every checkpoint in the log, and a warning
+    when it is longer than the spot notice the cloud gives (RECLAUNCH_RECLAIM_NOTICE_SECONDS)."""
+    code, out = run_main(*TINY, "--engine", engine, "--steps", "4", "--checkpoint-every-steps", "2",
+                         "--checkpoint-dir", str(tmp_path / "ckpt"),
+                         env={"RECLAUNCH_FAULT": "slow_save:0.6", "RECLAUNCH_RECLAIM_NOTICE_SECONDS": "0.5"})
+    assert code == 0, out
+    saves = [line for line in out.splitlines() if line.startswith("info checkpoint step=")]
+    assert len(saves) == 2, out
+    for line in saves:
+        fields = dict(kv.split("=", 1) for kv in line.split()[2:])
+        assert float(fields["seconds"]) >= 0.6 and int(fields["bytes"]) > 1000 and float(fields["mb_per_s"]) > 0
+    assert out.count("warn checkpoint_slower_than_notice") == 2 and "notice=0.5" in out
+    code, out = run_main(*TINY, "--engine", engine, "--steps", "2", "--checkpoint-dir", str(tmp_path / "again"),
+                         env={"RECLAUNCH_FAULT": "", "RECLAUNCH_RECLAIM_NOTICE_SECONDS": "120"})
+    assert code == 0 and "info checkpoint step=2" in out and "slower_than_notice" not in out, out
