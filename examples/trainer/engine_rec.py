@@ -208,7 +208,15 @@ class RecEngine:
         return loss
 
     def set_lr(self, step: int) -> float:
-        return schedule.set_lr([self.optimizer], self.base_lr, step, self.args)
+        """The scheduled LR for optimizer step `step`, in force for this step's backward too.
+        The embedding rows are updated INSIDE backward by FBGEMM's TBE, which reads the LR its
+        fused optimizer last handed it (torchrec batched_embedding_kernel.py: the fused
+        optimizer's zero_grad() and step() call set_learning_rate); handing it over only in
+        the optimizer step after backward would apply each LR one step late, as the plain
+        loop did (TorchRec's train pipelines call zero_grad before forward, so they did not)."""
+        lr = schedule.set_lr([self.optimizer], self.base_lr, step, self.args)
+        self.model.fused_optimizer.zero_grad()     # only the TBEs' LR: their grads are fused away
+        return lr
 
     def dense_grad_norm(self) -> float | None:
         grads = [p.grad.detach().float().norm() for _, p in
