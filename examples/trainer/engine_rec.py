@@ -35,6 +35,7 @@ import precision
 import rec_model
 import schedule
 import sharding
+import timing
 from metrics import CommClock
 from optim import DEFAULT_LR, RecsysOptimizer
 
@@ -159,7 +160,8 @@ class RecEngine:
                              f"--grad-accum {self.args.grad_accum} needs --pipeline off")
         cls = TrainPipelineBase if kind == "base" else TrainPipelineSparseDist
         self.pipeline_kind = cls.__name__
-        return cls(self.model, self.optimizer, self.d.device)
+        self.marked = timing.MarkedOptimizer(self.optimizer)   # the loop gives it its clock
+        return cls(self.model, self.marked, self.d.device)
 
     def table_ranks(self) -> dict[str, tuple[str, list[int]]]:
         """table -> (sharding type, ranks) as DMP actually sharded it (read back from its plan)."""
@@ -206,6 +208,10 @@ class RecEngine:
         self.train_module.loss_hook = loss_hook
         loss, _, _ = self.pipeline.progress(batches)
         return loss
+
+    def optimizer_marks(self):
+        """(clock mark before, after) the optimizer step of the last pipeline step, or None."""
+        return self.marked.take()
 
     def set_lr(self, step: int) -> float:
         """The scheduled LR for optimizer step `step`, in force for this step's backward too.

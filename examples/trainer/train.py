@@ -160,32 +160,6 @@ def _straggle(fault) -> None:
         time.sleep(fault.straggle)
 
 
-class TimedIter:
-    """The loader as an iterator that adds the host time blocked in next() to `wait`, and
-    keeps the error a failed fetch raised (`failed`): the loop tells a loader that died from
-    a failure of the step itself."""
-
-    def __init__(self, it, fault):
-        self.it, self.fault, self.wait, self.failed = it, fault, 0.0, None
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        t0 = time.perf_counter()
-        try:
-            batch = next(self.it)
-        except StopIteration:
-            raise
-        except Exception as exc:
-            self.failed = exc
-            raise
-        if self.fault.slow_data:
-            time.sleep(self.fault.slow_data)
-        self.wait += time.perf_counter() - t0
-        return batch
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_config(argv)
     d = init_distributed(args.nccl_timeout_minutes)
@@ -214,9 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     sequences = [(t.rows, max(1, int(round(t.pooling_factor)))) for t in plan.sequences]
     source = data.make_source(args.dataset, args.data_dir, [t.rows for t in plan.pooled], args.batch_size,
                               args.seed, d.rank, d.world_size, sequences=sequences)
-    batches = TimedIter(iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
-                                         pin_memory=d.device.type == "cuda", transform=engine.transform())),
-                        fault)
+    clock = timing.StepClock(d.device)
+    batches = timing.TimedIter(iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
+                                                pin_memory=d.device.type == "cuda", transform=engine.transform())),
+                               fault.slow_data, clock)
     per_rank_step = args.batch_size * args.grad_accum
     samples_per_step = per_rank_step * d.world_size
     log(f"info model={args.model} world_size={d.world_size} device={d.device.type} "
@@ -234,11 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     last_ckpt_time = t_window = t_start = time.monotonic()
     ckpt_seconds = args.checkpoint_every_minutes * 60.0
     window, run = metrics.Interval(), metrics.Interval()
-    clock = timing.StepClock(d.device)
     lagged = timing.LaggedFlags(d.device, d.world_size)
     nccl = metrics.NcclProbe(d.nccl_log)
     grad_norm = None
     pipeline = getattr(engine, "pipeline", None)
+    if pipeline is not None:
+        engine.marked.clock = clock
 
     def save(step: int, background: bool = False) -> None:
         """Every save says how long the training stood still for it, and warns when it would
@@ -294,18 +270,20 @@ def main(argv: list[str] | None = None) -> int:
     engine.model.train()
     while step < args.steps:
         engine.set_lr(step + 1)
-        batches.wait = 0.0
         m0 = clock.mark()
         hook = fault.loss_hook(step + 1)
         logging = (step + 1) % args.log_every == 0 or step + 1 == args.steps
         try:
             if pipeline is not None:
-                # zero_grad, forward, backward and the optimizer step all happen inside; the
-                # pipeline already holds the next batches (copied, input-dist started).
+                # zero_grad, the fetch of a batch two ahead, forward, backward and the
+                # optimizer step all happen inside; the loader wrapper marks the fetch and the
+                # optimizer wrapper its step (timing.MarkedOptimizer), so neither is counted
+                # as forward/backward or communication.
                 m1 = clock.mark()
                 _straggle(fault)
                 step_loss = engine.pipeline_step(batches, hook)
-                m2 = m3 = clock.mark()
+                end = clock.mark()
+                m2, m3 = engine.optimizer_marks() or (end, end)
             else:
                 step_loss = torch.zeros((), device=d.device)
                 m1 = None
@@ -341,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         values = [float(stop.set), float(due)]
         agreed = lagged.push(values) if step < args.steps else (lagged.flush() or lagged.push(values))
         m4 = clock.mark()
-        clock.add((m0, m1, m2, m3, m4), batches.wait, engine.clock.take(m2), wait_inside=pipeline is not None)
+        clock.add((m0, m1, m2, m3, m4), batches.take(), engine.clock.take(m2), wait_inside=pipeline is not None)
         loss_window.append(step_loss.detach())
         if logging:
             losses = torch.stack(loss_window).float()
