@@ -70,6 +70,16 @@ def checkpoint_cost(spec, cloud: str, nodes: int, world: int, hours: float) -> C
         source=f"{str(p['source']).strip()}; write rate: {str(d['write_source']).strip()}")
 
 
+def stall_hours(spec, cloud: str, nodes: int, world: int, train_hours: float) -> float:
+    """Hours the periodic saves stop training: the reference trainer saves synchronously
+    (TorchRec's ShardedTensor state cannot be staged for dcp.async_save, so its periodic DCP
+    saves block the step loop; the ddp engine writes one file from rank 0 behind a barrier),
+    one save every checkpoint.every_minutes of training. 0 where no write rate is known (a
+    file system: its rate is not modelled yet)."""
+    ck = checkpoint_cost(spec, cloud, nodes, world, train_hours)
+    return ck.checkpoints * ck.write_seconds / 3600.0 if ck is not None else 0.0
+
+
 def notice_warning(spec, cloud: str, ck: CheckpointCost) -> str | None:
     """A spot job whose SIGTERM save cannot finish within the cloud's reclaim notice."""
     notice = constants()["spot"]["reclaim_notice_seconds"].get(cloud)   # the cloud's facts

@@ -160,6 +160,9 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     warnings.extend(evi.notes)
     samples = spec.job.dataset.samples * spec.job.dataset.epochs
     train_h = samples / thr / 3600.0
+    if is_url(spec.job.checkpoint.path):   # the synchronous periodic saves stop the steps
+        from reclaunch.planner.bucket_cost import stall_hours
+        train_h += stall_hours(spec, cloud, nodes, world, train_h)
     hours = train_h + evi.startup.seconds / 3600.0
     cost = costmod.job_cost(spec, offer, nodes, train_h, warnings,
                             startup=(evi.startup.billed_seconds / 3600.0, evi.startup.seconds / 3600.0))
