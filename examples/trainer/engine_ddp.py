@@ -62,6 +62,7 @@ class DDPEngine:
         self.autocast, self.scaler = self.prec.autocast, self.prec.scaler
         self.sequence = args.model == "din"
         self._micro = 0
+        self.precision_state = None      # precision.observe() of the first forward
 
     def transform(self):
         """Runs in the DataLoader workers: multi-hot ids for the pooled tables."""
@@ -87,6 +88,8 @@ class DDPEngine:
         with (contextlib.nullcontext() if sync else self.model.no_sync()):
             with self.autocast():
                 logits = self.model(dense, sparse, *batch[3:])
+                if self.precision_state is None:
+                    self.precision_state = precision.observe(logits, self.d.device.type)
             loss = F.binary_cross_entropy_with_logits(logits.float(), labels) / self.args.grad_accum
             if loss_hook:
                 loss = loss_hook(loss)

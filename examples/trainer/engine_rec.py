@@ -209,6 +209,10 @@ class RecEngine:
         loss, _, _ = self.pipeline.progress(batches)
         return loss
 
+    @property
+    def precision_state(self) -> str | None:
+        return self.train_module.precision_state
+
     def optimizer_marks(self):
         """(clock mark before, after) the optimizer step of the last pipeline step, or None."""
         return self.marked.take()

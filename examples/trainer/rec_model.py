@@ -12,6 +12,7 @@ looked up in the same table: DIN scores the candidate item against the items in 
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Sequence
 
 import torch
@@ -24,6 +25,7 @@ from torchrec.modules.embedding_modules import EmbeddingBagCollection, Embedding
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 import data as data_mod
+import precision
 from model import fm_term
 from sharding import TARGET_SUFFIX, Plan
 
@@ -240,13 +242,13 @@ class TrainModule(nn.Module):
         self.grad_accum = grad_accum
         self.autocast = autocast
         self.loss_hook = None
+        self.precision_state = None      # precision.observe() of the first forward
 
     def forward(self, batch: Batch):
-        if self.autocast is not None:
-            with self.autocast():
-                logits = self.model(batch.dense_features, batch.sparse_features)
-        else:
+        with self.autocast() if self.autocast is not None else contextlib.nullcontext():
             logits = self.model(batch.dense_features, batch.sparse_features)
+            if self.precision_state is None and isinstance(logits, torch.Tensor):   # not an fx trace
+                self.precision_state = precision.observe(logits, logits.device.type)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), batch.labels) / self.grad_accum
         if self.loss_hook is not None:
             loss = self.loss_hook(loss)

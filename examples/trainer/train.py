@@ -309,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"error={metrics.short(f'{type(exc).__name__}: {exc}')!r}")
             return stop_now(step)
         step += 1
+        if step == start_step + 1:
+            log(f"info precision_state {engine.precision_state}")
 
         # One small collective per step: agreement on stop/checkpoint so every rank leaves
         # the loop at the same step (SIGTERM may reach ranks apart). Read one step late on

@@ -125,3 +125,22 @@ def test_data_parallel_rows_update_on_the_device_without_a_host_sync(kind, monke
             ref.grad = g.clone()
             dense.step()
         torch.testing.assert_close(p.detach(), ref.detach())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("engine", ["ddp", "torchrec"])
+def test_the_trainer_reports_the_precision_its_forward_ran_under(run_main, engine):
+    """bench/gpu_check.py asserts this line (issue 39: grepping `precision=X` passed on CPU with
+    autocast off). On CPU the forward runs fp32 whatever was asked; under autocast it says so."""
+    import precision
+
+    if engine == "torchrec":
+        need_module("torchrec", "local")
+    code, out = run_main("--engine", engine, "--table-rows", "60,40,30", "--embedding-dim", "4", "--mlp", "8",
+                         "--batch-size", "16", "--steps", "3", "--log-every", "3", "--precision", "bf16")
+    assert code == 0, out
+    states = [line for line in out.splitlines() if line.startswith("info precision_state ")]
+    assert len(states) == 1 and "autocast=off logits_dtype=float32" in states[0], out
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        seen = precision.observe(nn.Linear(4, 1)(torch.randn(2, 4)), "cpu")
+    assert seen.startswith("autocast=bfloat16 logits_dtype=bfloat16 ")
