@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reclaunch.providers.local import measure, proc as lp, repeat
+from reclaunch.providers.local import ident, measure, proc as lp, repeat
 from reclaunch.providers.local.disk import (become_subreaper as _become_subreaper, no_space,
                                             recorded_procs, say as _say, tighten)
 
@@ -158,14 +158,9 @@ class Supervisor:
             if self.state in lp.TERMINAL or not 0 <= node < len(self.nodes) or \
                     self.nodes[node]["state"] != "running":
                 rec.update(status="rejected", reason=f"node {node} is not running")
-            else:
-                # As the kubelet stops a pod: TERM to the main process of the container only
-                # (here the node's torchrun agent, our own unreaped child), which relays it to
-                # its workers' process groups; KILL to whatever remains after the grace
-                # (advance_drills). kubernetes.io/docs/concepts/workloads/pods/pod-termination
-                agent = self.nodes[node].get("pid")
-                if agent in self.procs and lp.pid_alive(agent):   # unreaped: the pid is still it
-                    os.kill(agent, signal.SIGTERM)
+            else:   # as the kubelet stops a pod (kubernetes.io/docs/concepts/workloads/pods/pod-termination):
+                if (agent := self.nodes[node].get("pid")) in self.procs and lp.pid_alive(agent):
+                    os.kill(agent, signal.SIGTERM)   # TERM to the node's torchrun (our child) only
                 rec.update(status="noticed", step_at_notice=self.progress["step"],
                            deadline=time.monotonic() + rec["notice"])
                 self.nodes[node]["state"] = "reclaiming"
@@ -180,11 +175,9 @@ class Supervisor:
         for rec in self.preemptions:
             node = rec["node"]
             if rec["status"] == "noticed":
-                from reclaunch.providers.local.ident import signal_verified, with_identities
-
-                alive = with_identities(lp.marked_pids(lp.NODE_MARKER, self.node_marker(node)))
-                if now >= rec["deadline"] or not alive:
-                    signal_verified(alive, signal.SIGKILL)  # the instance is gone, all it ran
+                alive = ident.with_identities(lp.marked_pids(lp.NODE_MARKER, self.node_marker(node)))
+                if now >= rec["deadline"] or not alive:   # KILL after the grace: all the node ran
+                    ident.signal_verified(alive, signal.SIGKILL)
                     rec.update(status="killed", killed_at=time.time(), graceful=not alive,
                                replace_at=now + rec["replace_after"])
                     self.nodes[node]["state"] = "replacing"
