@@ -12,9 +12,10 @@ reclaunch: the GPU machine cannot plan) and runs, within one global deadline:
                  logging windows, the GPU clocks.
 
 Measured parts -> planned terms (TERMS): data_wait ~ input floor (batch / the plan's loader
-ceiling); fwd_bwd + optimizer ~ embedding (lookups + the replicated tables' update) + dense +
-per-step overhead; comm ~ exposed communication (none on one GPU). Every row goes to
-$OUT/gpu_check.jsonl as it is produced. With planted failures (--plant; on in --cpu-smoke) each
+ceiling); fwd_bwd + optimizer ~ embedding + dense + per-step overhead (the replicated tables'
+update is in the plan's embedding term and in the trainer's optimizer part, so the two are
+compared together; each is printed alone too); comm ~ exposed communication (none on one GPU).
+Every row goes to $OUT/gpu_check.jsonl as it is produced. With planted failures (--plant; on in --cpu-smoke) each
 check also runs once against a fault it must catch, and the check passes only if it does.
 """
 from __future__ import annotations
@@ -37,8 +38,10 @@ from gpu_check_proc import Deadline, Rows, Run, clocks  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "examples" / "trainer" / "train.py"
 PLANS = ROOT / "bench" / "prepared" / "gpu_check_plans.json"
-TERMS = {"data_wait_s": ("input_floor",), "fwd_bwd_s": ("embedding", "dense"), "optimizer_s": ("overhead",),
-         "comm_s": ("exposed_comm",)}
+PARTS = ("data_wait_s", "fwd_bwd_s", "optimizer_s", "comm_s")     # the trainer's, per step
+TERMS = {"data_wait_s": ("data_wait_s",), "compute_s": ("fwd_bwd_s", "optimizer_s"), "comm_s": ("comm_s",)}
+PLANNED = {"data_wait_s": ("input_floor",), "compute_s": ("embedding", "dense", "overhead"),
+           "comm_s": ("exposed_comm",)}
 # What the first forward must report (trainer: `info precision_state`), per device and precision.
 STATE = {("cuda", "fp32"): "autocast=off logits_dtype=float32 matmul_tf32=false",
          ("cuda", "tf32"): "autocast=off logits_dtype=float32 matmul_tf32=true",
@@ -241,11 +244,13 @@ class Check:
                            id=entry["id"])
             return
         rates = [m["samples_per_s"] for m in steady]
-        parts = {k: statistics.mean(m[k] for m in steady) * 1e3 for k in ("step_s", *TERMS)}   # means add up
-        adds = sum(parts[k] for k in TERMS)
+        parts = {k: statistics.mean(m[k] for m in steady) * 1e3 for k in ("step_s", *PARTS)}   # means add up
+        adds = sum(parts[k] for k in PARTS)
         self.check("throughput", f"{entry['model']}: parts add up to the step", abs(adds - parts["step_s"])
                    <= 0.15 * parts["step_s"] + 0.5, f"{adds:.2f} ms of {parts['step_s']:.2f} ms", id=entry["id"])
-        planned = {k: sum(plan["step_ms"].get(t) or 0.0 for t in ts) for k, ts in TERMS.items()}
+        measured = {"step_s": parts["step_s"], **{k: sum(parts[p] for p in ps) for k, ps in TERMS.items()}}
+        planned = {"step_s": plan["step_ms"]["total"],
+                   **{k: sum(plan["step_ms"].get(t) or 0.0 for t in ts) for k, ts in PLANNED.items()}}
         loader = self._loader(entry)
         peak = max((m.get("peak_mem_bytes") or 0) for m in steady) / 2 ** 30
         mean = statistics.mean(rates)
@@ -255,15 +260,18 @@ class Check:
             "planned_samples_per_s": plan["samples_per_s"], "ratio": mean / plan["samples_per_s"],
             "windows": len(rates), "spread": (max(rates) - min(rates)) / statistics.median(rates),
             "min_median_max": [min(rates), statistics.median(rates), max(rates)],
-            "measured_ms": parts, "planned_ms": {**planned, "step_s": plan["step_ms"]["total"]},
+            "measured_ms": measured, "planned_ms": planned, "measured_parts_ms": parts,
             "planned_terms_ms": plan["step_ms"], "loader_only_samples_per_s": loader,
             "peak_mem_gib": peak, "planned_mem_gib": plan["memory_gib"], "clocks": clocks() if self.cuda else None,
             "workers": int(entry["env"].get("RECLAUNCH_NUM_WORKERS", 0)) if self.cuda else 0})
         print(f"{'':26} {'':10} {entry['id']}: {mean:,.0f}/s measured, {plan['samples_per_s']:,.0f}/s planned "
               f"(x{row['ratio']:.2f}); loader alone {loader or 0:,.0f}/s; spread {row['spread']:.1%} over "
               f"{len(rates)} windows; peak {peak:.1f} GiB vs planned {plan['memory_gib']['total']:.1f} GiB", flush=True)
-        for k in ("step_s", *TERMS):
-            print(f"{'':40}{k:12} measured {parts[k]:9.3f} ms   planned {row['planned_ms'][k]:9.3f} ms", flush=True)
+        for k in measured:
+            print(f"{'':40}{k:12} measured {measured[k]:9.3f} ms   planned {planned[k]:9.3f} ms", flush=True)
+        print(f"{'':40}{'parts':12} " + " ".join(f"{k}={v:.3f}" for k, v in parts.items() if k != "step_s")
+              + " | plan " + " ".join(f"{k}={v:.3f}" for k, v in plan["step_ms"].items() if v is not None),
+              flush=True)
 
     def _loader(self, entry) -> float | None:
         """The loader alone, as the run had it (same source, transform, workers): its ceiling."""

@@ -65,8 +65,8 @@ def test_cpu_smoke_runs_every_check_and_catches_every_planted_failure(tmp_path, 
     (thr,) = [r for r in rows if r["kind"] == "throughput"]
     assert thr["measured_samples_per_s"] > 0 and thr["planned_samples_per_s"] > 0
     assert thr["loader_only_samples_per_s"] > 0
-    assert set(thr["measured_ms"]) == set(thr["planned_ms"]) == {"step_s", "data_wait_s", "fwd_bwd_s", "optimizer_s",
-                                                                  "comm_s"}
+    assert set(thr["measured_ms"]) == set(thr["planned_ms"]) == {"step_s", "data_wait_s", "compute_s", "comm_s"}
+    assert set(thr["measured_parts_ms"]) == {"step_s", "data_wait_s", "fwd_bwd_s", "optimizer_s", "comm_s"}
     assert thr["windows"] >= 2 and thr["peak_mem_gib"] > 0 and thr["planned_mem_gib"]["total"] > 0
     assert "measured" in proc.stdout and "planned" in proc.stdout
     assert not list(short_tmp.iterdir()), "temporary files left behind"
