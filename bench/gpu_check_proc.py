@@ -142,13 +142,14 @@ def strip_rank(line: str) -> str:
 
 def clocks(timeout: float = 10.0) -> dict | None:
     """The GPU's clocks, power and throttle reasons now (nvidia-smi), None without one."""
-    fields = ("name", "clocks.sm", "clocks.max.sm", "clocks.mem", "power.draw", "temperature.gpu",
-              "clocks_throttle_reasons.active")
-    try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    return dict(zip(fields, (v.strip() for v in out.stdout.splitlines()[0].split(","))))
+    base = ("name", "clocks.sm", "clocks.max.sm", "clocks.mem", "power.draw", "temperature.gpu")
+    # the throttle field's newer name first; a field the driver does not know fails the query
+    for fields in (base + ("clocks_event_reasons.active",), base + ("clocks_throttle_reasons.active",), base):
+        try:
+            out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if out.returncode == 0 and out.stdout.strip():
+            return dict(zip(fields, (v.strip() for v in out.stdout.splitlines()[0].split(","))))
+    return None
