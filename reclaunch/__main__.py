@@ -7,11 +7,11 @@ import gc
 import sys
 
 # Verbs that read files, compute and print, and end in well under a second with a bounded heap
-# (`plan --compare --top 0` peaks at ~70 MiB with the collector on or off). Their start-up is
-# mostly class creation (pydantic models, dataclasses, click commands): container objects by
-# the thousand, which trigger collections that find no garbage, ~8-10% of `plan`'s CPU time
-# (bench/bench_startup.py, issue 25). Every other verb (up, status --watch, logs -f, diagnose
-# of a large log, calibrate, preview, gc) runs long or big and keeps the collector.
+# (`plan --compare --top 0` peaks at ~70 MiB with the collector on or off). Their start-up
+# is mostly class creation (pydantic models, dataclasses, click commands): container objects by
+# the thousand, which trigger collections that find no garbage: a sizeable share of `plan`'s
+# CPU time. Every other verb (up, status --watch, logs -f, diagnose of a large log,
+# calibrate, preview, gc) runs long or big and keeps the collector.
 ONE_SHOT = frozenset({"validate", "plan", "schema", "render"})
 
 
@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> None:
             if argv is None:
                 # The process's own command line (console script, `python -m reclaunch`): it
                 # exits next, and the interpreter's exit runs full collections over every
-                # object the start-up made (models, classes, modules), ~44 M instructions of
-                # `plan`'s ~948 M (2026-12-01), to find garbage the OS takes back anyway.
+                # object the start-up made (models, classes, modules) to find garbage the OS
+                # takes back anyway.
                 # Frozen objects are out of their reach; atexit handlers, the flush of stdout
                 # and stderr and refcount finalization run as before.
                 gc.freeze()

@@ -39,11 +39,10 @@ DNS_1035 = (r"[a-z]([-a-z0-9]*[a-z0-9])?",
             "Kubernetes Service and GCP resource names are made from it)")
 
 
-# The records below are NamedTuples, not frozen dataclasses: as immutable, read the same way
-# (attributes, keywords, defaults, ==, repr), and each class costs ~4x less to define (a
-# frozen dataclass compiles six methods; every command that loads the registry paid ~15 M
-# instructions for these three, 2026-12-01). Without `from __future__ import annotations`
-# here: NamedTuple would compile every string annotation as a ForwardRef.
+# The records below are NamedTuples: immutable, read by attribute or keyword, with defaults,
+# == and repr, and defined without compiling the methods a frozen dataclass adds (every
+# command loads the registry). Without `from __future__ import annotations` here: NamedTuple
+# would compile every string annotation as a ForwardRef.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -94,8 +93,9 @@ class CloudFacts(NamedTuple):
     spot_tolerations: tuple[Mapping[str, str], ...] = ()   # taints its managed spot pools carry
     # Node label -> {value: "spot" | "on-demand"}: how a node says what capacity it is.
     capacity_labels: Mapping[str, Mapping[str, str]] = _EMPTY
-    # Kubelet reserve of its managed nodes (manifests/allocatable.py evaluates it) and the
-    # system-pool machine shapes {type: (vcpus, GiB)} its stack uses.
+    # Node model of its managed nodes (catalog/node.py evaluates it: capacity overhead, kubelet
+    # reserves, eviction threshold, max pods) and the system-pool machine shapes
+    # {type: (vcpus, GiB)} its stack uses.
     allocatable: Mapping[str, Any] | None = None
     system_shapes: Mapping[str, tuple[int, float]] = _EMPTY
     # planner.yaml's per-cloud numbers: reclaim_rate_per_node_hour, control_plane_usd_per_hour,

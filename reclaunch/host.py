@@ -8,6 +8,7 @@ them, so no golden file or assertion depends on the machine or the day it runs o
     RECLAUNCH_HOST_MEMORY   total RAM, with a unit ("16GiB")
     RECLAUNCH_HOST_CPUS     usable CPU cores (an integer)
     RECLAUNCH_TODAY         the date prices are judged against (YYYY-MM-DD)
+    RECLAUNCH_HOST_LOAD     load per core a finished local run's record says the host had
 
 A malformed value is a UsageError naming the variable, never a silent fallback.
 """
@@ -23,6 +24,7 @@ from reclaunch.errors import UsageError
 MEMORY_VAR = "RECLAUNCH_HOST_MEMORY"
 CPUS_VAR = "RECLAUNCH_HOST_CPUS"
 TODAY_VAR = "RECLAUNCH_TODAY"
+LOAD_VAR = "RECLAUNCH_HOST_LOAD"
 FALLBACK_RAM_BYTES = 16 * 2**30     # a host whose RAM cannot be read plans as a 16 GiB laptop
 # Sizes as the spec writes them (spec/units.py), kept tiny here: this leaf imports nothing of ours.
 _SIZE = re.compile(r"(\d{1,7}(?:\.\d{1,6})?)\s*((?:[kmgt]i?)?b?)", re.I)
@@ -63,3 +65,29 @@ def today() -> _dt.date:
         except ValueError:
             raise UsageError(f"{TODAY_VAR}={pinned!r}: must be a date, YYYY-MM-DD") from None
     return _dt.date.today()
+
+
+def latest_plausible() -> _dt.datetime:
+    """The latest time a record made on some machine can carry (a measured run, a host
+    calibration): now, or the end of the pinned today if that is later, plus a day of clock
+    skew between machines. Later is a forgery or a broken clock."""
+    pinned = _dt.datetime.combine(today(), _dt.time.max, tzinfo=_dt.timezone.utc)
+    return max(_dt.datetime.now(_dt.timezone.utc), pinned) + _dt.timedelta(days=1)
+
+
+def load_per_core() -> float | None:
+    """The 1-minute load average per usable core: how contended this host was when a run ended
+    (a measured run's conditions). None where the OS does not say."""
+    pinned = os.environ.get(LOAD_VAR)
+    if pinned:
+        try:
+            v = float(pinned)
+        except ValueError:
+            v = -1.0
+        if not 0 <= v <= 1e4:
+            raise UsageError(f"{LOAD_VAR}={pinned!r}: must be a load per core such as 0.5")
+        return v
+    try:
+        return round(os.getloadavg()[0] / cpu_count(), 3)
+    except (AttributeError, OSError):  # pragma: no cover - non-POSIX
+        return None

@@ -35,7 +35,7 @@ FABRIC_GROUP_LABEL = "reclaunch.io/fabric-group"
 # checkout path when running `pulumi up` straight from stacks/<cloud>/ without an install.
 def _addons_file() -> Path:
     checkout = Path(__file__).resolve().parent.parent / "k8s" / "addons.yaml"
-    if checkout.is_file():   # a checkout or editable install: no importlib.resources (~7 ms)
+    if checkout.is_file():   # a checkout or editable install: no importlib.resources import
         return checkout
     try:
         from importlib import resources
@@ -113,6 +113,22 @@ class NodePool:
     # {"hugepages-2Mi": "5120Mi"}; they come out of allocatable memory.
     hugepages: dict[str, str] = field(default_factory=dict)
     cloud_name: str = ""             # the pool's name in the cloud (ASG / agent pool / node pool)
+
+
+def node_template(plan: "Plan", pool: NodePool) -> dict[str, str]:
+    """{cpu, memory} one node of GPU pool `pool` will advertise as allocatable (the node model,
+    reclaunch/catalog/node.py, with the pool's hugepages): what the cluster autoscaler's
+    scale-from-zero template must say. It takes the template's figures as the node's
+    allocatable and subtracts the DaemonSets itself; left at the instance's nominal RAM it
+    would add GPU nodes for a pod that no real node of the pool can hold."""
+    from reclaunch.catalog.node import MIB, node_model
+    from reclaunch.spec.units import parse_size
+
+    huge = {k: parse_size(v) for k, v in pool.hugepages.items()}
+    alloc = node_model(plan.cloud, pool.instance_type, plan.offer.vcpus, plan.offer.ram_gib,
+                       huge).allocatable()
+    return {"cpu": f"{math.floor(alloc['cpu'] * 1000)}m",
+            "memory": f"{math.floor(alloc['memory'] / MIB)}Mi"}
 
 
 def taint_str(t: dict[str, str]) -> str:
@@ -227,15 +243,16 @@ def addons_for(plan: "Plan", *, include_managed: bool = False) -> list[dict[str,
 def addon_facts(plan: "Plan") -> list[dict[str, Any]]:
     """Contract 3: per add-on on this cluster (installed or cloud-managed), what it advertises
     and where its pods can run: {name, advertises, node_selector, node_selector_in,
-    node_selector_exists, tolerations}."""
+    node_selector_exists, tolerations, requests} (requests: one DaemonSet pod's, {} if none)."""
     return [{"name": a["name"], "advertises": list(a.get("advertises", [])),
              "node_selector": dict(a.get("node_selector", {})),
              "node_selector_in": {k: list(v) for k, v in a.get("node_selector_in", {}).items()},
              "node_selector_exists": list(a.get("node_selector_exists", [])),
-             "tolerations": [dict(t) for t in a.get("tolerations", [])]}
+             "tolerations": [dict(t) for t in a.get("tolerations", [])],
+             "requests": {k: str(v) for k, v in (a.get("requests") or {}).items()}}
             for a in addons_for(plan, include_managed=True)
             if any(k in a for k in ("advertises", "tolerations", "node_selector",
-                                    "node_selector_in", "node_selector_exists"))]
+                                    "node_selector_in", "node_selector_exists", "requests"))]
 
 
 def addon_selects(addon: dict[str, Any], labels: dict[str, str]) -> list[str]:
@@ -330,14 +347,28 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, driver: str,
-                handle: Any, capacity_gib: int, attributes: dict | None = None,
+class JobNamespace:
+    """The job's Namespace, registered once and shared by the data volume and the trainer's
+    ServiceAccount: the engine refuses a second `<name>-ns` (a duplicate URN)."""
+
+    def __init__(self, k8s: Any, pulumi: Any, plan: "Plan", provider: Any):
+        self._args, self._ns = (k8s, pulumi, plan, provider), None
+
+    def get(self) -> Any:
+        if self._ns is None:
+            k8s, pulumi, plan, provider = self._args
+            self._ns = k8s.core.v1.Namespace(
+                name(plan, "ns"), metadata={"name": plan.spec.namespace, "labels": tags(plan)},
+                opts=pulumi.ResourceOptions(provider=provider))
+        return self._ns
+
+
+def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, namespace: JobNamespace,
+                driver: str, handle: Any, capacity_gib: int, attributes: dict | None = None,
                 depends_on: list | None = None) -> Any:
     """A static PV + PVC `<name>-data` in the job namespace for the file system we made."""
     opts = pulumi.ResourceOptions(provider=provider, depends_on=depends_on or [])
     meta_labels = tags(plan)
-    ns = k8s.core.v1.Namespace(name(plan, "ns"), metadata={"name": plan.spec.namespace,
-                                                          "labels": meta_labels}, opts=opts)
     pv_name = name(plan, "data")
     pv = k8s.core.v1.PersistentVolume(pv_name, metadata={"name": pv_name, "labels": meta_labels},
         spec={"capacity": {"storage": f"{capacity_gib}Gi"}, "accessModes": ["ReadWriteMany"],
@@ -348,7 +379,7 @@ def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, driver: s
         "name": pv_name, "namespace": plan.spec.namespace, "labels": meta_labels},
         spec={"accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": pv_name,
               "resources": {"requests": {"storage": f"{capacity_gib}Gi"}}},
-        opts=pulumi.ResourceOptions(provider=provider, depends_on=[ns, pv]))
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=[namespace.get(), pv]))
 
 
 def cephfs_storage_class(k8s: Any, pulumi: Any, plan: "Plan", provider: Any) -> Any:

@@ -23,11 +23,16 @@ if TYPE_CHECKING:  # pragma: no cover
 # AKS: the mutating webhook injects the federated token only into pods with this label
 # (learn.microsoft.com/azure/aks/workload-identity-deploy-cluster, "Deploy your application").
 POD_LABELS: dict[str, dict[str, str]] = {"azure": {"azure.workload.identity/use": "true"}}
-# Checkpoints older than this many days expire by the bucket's lifecycle rule (the trainer
-# keeps the last K itself; this catches the prefixes of runs nobody deleted), and unfinished
-# multipart uploads (a writer killed mid-checkpoint) are aborted after a day.
-EXPIRE_DAYS = 30
+# Unfinished multipart uploads (a writer killed mid-checkpoint) are aborted after a day. Whole
+# checkpoints expire only when job.checkpoint.expire_days asks (expire_days below): a run
+# paused for longer than any fixed age must still resume, and the trainer itself deletes
+# superseded steps (it keeps the newest few).
 ABORT_UPLOADS_DAYS = 1
+
+
+def expire_days(plan: "Plan") -> int | None:
+    """Days after which the created bucket deletes a checkpoint object (None: never)."""
+    return plan.spec.job.checkpoint.expire_days
 
 
 class Grant(NamedTuple):
@@ -82,15 +87,13 @@ def pod_identity(plan: "Plan") -> dict[str, Any]:
     return {"service_account": sa, "labels": dict(POD_LABELS.get(plan.cloud, {})), "env": env}
 
 
-def kube_service_account(k8s: Any, pulumi: Any, plan: "Plan", provider: Any,
+def kube_service_account(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, namespace: Any,
                          annotations: dict | None = None, depends_on: list | None = None):
-    """The job's Namespace and ServiceAccount (render applies the same Namespace later; server-
-    side apply shares it). Labels: the cluster's, like everything reclaunch creates."""
+    """The job's ServiceAccount in the job's Namespace (stacks.common.JobNamespace, shared with
+    the data volume). Labels: the cluster's, like everything reclaunch creates."""
     from stacks import common as c
 
-    opts = pulumi.ResourceOptions(provider=provider, depends_on=depends_on or [])
-    ns = k8s.core.v1.Namespace(c.name(plan, "ns"), metadata={
-        "name": plan.spec.namespace, "labels": c.labels(plan)}, opts=opts)
+    ns = namespace.get()
     return k8s.core.v1.ServiceAccount(c.name(plan, "trainer-sa"), metadata={
         "name": service_account(plan), "namespace": plan.spec.namespace,
         "labels": c.labels(plan), "annotations": annotations or {}},

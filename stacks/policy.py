@@ -23,7 +23,9 @@ WORLD = ("0.0.0.0/0", "::/0", "*", "Internet", "Any")
 # where a scoped statement does the job.
 BROAD_AWS_POLICIES = ("AdministratorAccess", "PowerUserAccess", "AutoScalingFullAccess",
                       "AmazonEC2FullAccess", "IAMFullAccess")
-BROAD_GCP_ROLES = ("roles/owner", "roles/editor", "roles/iam.securityAdmin")
+BROAD_GCP_ROLES = ("roles/owner", "roles/editor", "roles/iam.securityAdmin",
+                   # image pull on every registry of the project: grant it on the repository
+                   "roles/artifactregistry.reader")
 BROAD_AZURE_ROLES = ("8e3af657-a8ff-443c-a75c-2fe8c4bcb635",   # Owner
                      "b24988ac-6180-42a0-ab88-20f7382dd24c")   # Contributor
 READ_ONLY_PREFIXES = ("Describe", "Get", "List")
@@ -201,11 +203,20 @@ def gpu_pools_pinned(plan: "Plan", rs: list[dict]) -> list[str]:
     return out
 
 
+def engine_rules(plan: "Plan", rs: list[dict]) -> list[str]:
+    """What the real engine or the cloud's API refuses and the mocks accept (duplicate URNs,
+    references to unregistered resources, enum values the SDK's API version lacks): preview
+    records them per resource (reclaunch/runtime/preview.py, `engine`)."""
+    return [f"{r['name']} ({r['type']}): {p}" for r in rs for p in r.get("engine") or ()]
+
+
 POLICIES: dict[str, Callable[["Plan", list[dict]], list[str]]] = {
-    "tagged": tagged, "control-plane-private": control_plane_private,
+    "engine-rules": engine_rules, "tagged": tagged, "control-plane-private": control_plane_private,
     "no-world-ssh": no_world_ssh, "volumes-encrypted": volumes_encrypted,
     "scoped-iam": scoped_iam, "gpu-pools-pinned": gpu_pools_pinned,
     "bucket-private": bucket_policy.bucket_private, "bucket-scoped": bucket_policy.bucket_scoped,
+    "bucket-keeps-checkpoints": bucket_policy.bucket_keeps_checkpoints,
+    "owned-storage": bucket_policy.owned_storage,
 }
 
 

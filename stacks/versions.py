@@ -89,6 +89,40 @@ def fallback(plan: "Plan", on: dt.date | None = None) -> str:
                   where=f"the dated table {VERSIONS_FILE.name} (as of {table()['as_of']})")
 
 
+def held_back(plan: "Plan", chosen: str, offered: Iterable[str]) -> list[str]:
+    """What a person should know when the cluster gets an older minor than the cloud offers
+    because an add-on's `kubernetes.max` stops there: the add-on and its pin, and when the
+    cloud's standard support for that minor ends (the dated table's row, with its source)."""
+    newest = max((minor(v) for v in offered), key=minor_key, default=chosen)
+    if minor_key(newest) <= minor_key(chosen):
+        return []
+    pins = {a["name"]: a for a in c.addons_for(plan, include_managed=True)}
+    blockers = [" ".join(filter(None, (name, str(pins[name].get("version") or "")))) +
+                f" supports at most {hi} ({pins[name].get('source') or c.ADDONS_FILE.name})"
+                for name, _, hi in bounds(plan) if hi and minor_key(hi) < minor_key(newest)]
+    rows = table()["clouds"].get(plan.cloud) or {}
+    end = next((r["end"] for r in rows.get("minors", []) if str(r["minor"]) == chosen), None)
+    support = (f"; standard support for {chosen} ends {end} ({rows.get('source')}): a cluster "
+               "that must outlive that date needs a release of it that supports a newer "
+               "minor, pinned in k8s/addons.yaml" if end else "")
+    return [f"Kubernetes {chosen}, not {newest} (the newest offered): "
+            f"{'; '.join(blockers)}{support}"]
+
+
+def person_lines(plan: "Plan") -> list[str]:
+    """held_back() for the minor the dated table gives: `up --dry-run` and `up` list it with
+    what needs a person, and `up` warns the same of the cloud's own answer
+    (reclaunch/providers/versions.py)."""
+    cloud = table()["clouds"].get(plan.cloud)
+    if not cloud:
+        return []
+    offered = fallback_minors(plan.cloud)
+    try:
+        return held_back(plan, fallback(plan), offered)
+    except Exception:  # noqa: BLE001 - no minor fits: `up` stops on that with its own message
+        return []
+
+
 def kubernetes_version(plan: "Plan") -> str:
     """What the program creates: the minor `up` resolved from the cloud, else the table's."""
     try:

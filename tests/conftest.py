@@ -1,6 +1,6 @@
 """Shared fixtures. Every test gets its own RECLAUNCH_HOME so nothing touches ~/.reclaunch,
-and the same host (RAM, cores) and the same day, so no result depends on the machine or the
-date it runs on (reclaunch/host.py reads exactly these three facts)."""
+and the same host (RAM, cores, load) and the same day, so no result depends on the machine or
+the date it runs on (reclaunch/host.py reads exactly these facts)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ SHARED = ROOT.parent / "shared"
 # The host every test plans on: a 2-core, 16 GiB machine on the day these goldens were made.
 # A test about the host functions themselves unsets or overrides them.
 PINNED_HOST = {"RECLAUNCH_HOST_MEMORY": "16GiB", "RECLAUNCH_HOST_CPUS": "2",
-               "RECLAUNCH_TODAY": "2026-12-01"}
+               "RECLAUNCH_TODAY": "2026-12-01", "RECLAUNCH_HOST_LOAD": "0.0"}
 
 
 @pytest.fixture(autouse=True)

@@ -10,10 +10,9 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import os
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
 from pathlib import Path
-from types import MappingProxyType
 from typing import Mapping, NamedTuple
 
 from reclaunch import clouds, host
@@ -30,15 +29,11 @@ INSTANCE_COLUMNS = (
 # only; GCP a3-highgpu-1g/2g/4g: Spot or Flex-start VMs only). purchase_usd is the
 # per-instance-hour price that way where the vendor publishes one.
 PURCHASE_KINDS = ("on-demand", "capacity-block", "reservation", "flex-start")
-# Catalog._index's: id(offers tuple) -> (that tuple, its index), the few latest.
-_INDEXES: dict[int, tuple[tuple, dict]] = {}
 
 
 class Gpu(NamedTuple):
     """One GPU model's memory and dense peak rates (data/gpus.csv, each row sourced).
-    A NamedTuple, not a frozen dataclass: as immutable and read the same way, ~4 M
-    instructions cheaper to define on every CLI start (2026-12-01); plan --json's "gpu"
-    constants are its _asdict()."""
+    plan --json's "gpu" constants are its _asdict()."""
 
     name: str
     memory_gib: float
@@ -110,43 +105,39 @@ class Offer:
         return out
 
 
-class Catalog(NamedTuple):
-    """Every offer and GPU, with the data's version (bundled, or bundled + the user overlay).
-    A NamedTuple, not a frozen dataclass: as immutable and read the same way, cheaper to
-    define on every CLI start (2026-12-01); its index lives in _INDEXES, not on the object."""
+@dataclass(frozen=True)
+class Catalog:
+    """Every offer and GPU, with the data's version (bundled, or bundled + the user overlay)."""
 
     version: str
     offers: tuple[Offer, ...]
-    gpus: Mapping[str, Gpu] = MappingProxyType({})   # read-only: one default for every catalog
+    gpus: Mapping[str, Gpu] = field(default_factory=dict)
 
-    def _index(self) -> dict:
-        # Built once per offers tuple on first question: with every region listed the catalog
-        # has hundreds of rows, and validate asks several questions of it. Keyed by the
-        # tuple's identity, which the entry keeps alive (so the id is not reused while cached).
-        offers = self.offers
-        hit = _INDEXES.get(id(offers))
-        if hit is not None and hit[0] is offers:
-            return hit[1]
+    # validate and plan ask a catalog of hundreds of rows several questions: each index is
+    # built on the first and kept on the catalog (dataclasses.replace makes a new one).
+    @cached_property
+    def _first(self) -> dict[tuple[str, str], Offer]:
         first: dict[tuple[str, str], Offer] = {}
-        regions: dict[str, set[str]] = {}
-        for o in offers:
+        for o in self.offers:
             first.setdefault((o.cloud, o.instance_type), o)
+        return first
+
+    @cached_property
+    def _regions(self) -> dict[str, list[str]]:
+        regions: dict[str, set[str]] = {}
+        for o in self.offers:
             regions.setdefault(o.cloud, set()).add(o.region)
-        idx = {"first": first, "regions": {c: sorted(r) for c, r in regions.items()}}
-        if len(_INDEXES) >= 8:   # a process seldom holds more catalogs than that (tests do)
-            del _INDEXES[next(iter(_INDEXES))]
-        _INDEXES[id(offers)] = (offers, idx)
-        return idx
+        return {c: sorted(r) for c, r in regions.items()}
 
     def instance(self, cloud: str, instance_type: str) -> Offer | None:
         """Any row of this instance type (facts are the same in every region)."""
-        return self._index()["first"].get((cloud, instance_type))
+        return self._first.get((cloud, instance_type))
 
     def instance_types(self, cloud: str | None = None) -> list[str]:
-        return sorted({it for c, it in self._index()["first"] if cloud in (None, c)})
+        return sorted({it for c, it in self._first if cloud in (None, c)})
 
     def regions(self, cloud: str | None = None) -> list[str]:
-        regions = self._index()["regions"]
+        regions = self._regions
         if cloud is not None:
             return list(regions.get(cloud, ()))
         return sorted({r for rs in regions.values() for r in rs})
@@ -158,16 +149,6 @@ class Catalog(NamedTuple):
 def _num(v: str) -> float | None:
     v = v.strip()
     return float(v) if v else None
-
-
-def _offer(values: dict) -> Offer:
-    """Offer(**values) for a dict of every field in field order, without the frozen __init__:
-    that sets the 26 fields with one object.__setattr__ call each, 6 ms of the 21 ms that
-    reading the bundled rows took (2026-12-01). The object is the same (==, hash, repr,
-    fields, replace, frozen): tests/catalog/test_reader.py holds both ways to that."""
-    offer = object.__new__(Offer)
-    object.__setattr__(offer, "__dict__", values)
-    return offer
 
 
 # Offer's fields from gpu to local_nvme_gb: what an instance type is, whatever the region
@@ -188,18 +169,18 @@ def instance_facts(v: tuple[str, ...]) -> dict:
 
 
 def parse_offer(row: dict[str, str], origin: str = "bundled") -> Offer:
-    return _offer({   # evaluated in field order: the first bad value is the one reported
-        "cloud": row["cloud"], "instance_type": row["instance_type"], "region": row["region"],
+    return Offer(   # evaluated in field order: the first bad value is the one reported
+        cloud=row["cloud"], instance_type=row["instance_type"], region=row["region"],
         **instance_facts(tuple(row[c] for c in FACT_COLUMNS)),
-        "on_demand_usd": _num(row["on_demand_usd"]), "spot_usd": _num(row["spot_usd"]),
-        "spot_low_usd": _num(row["spot_low_usd"]), "spot_high_usd": _num(row["spot_high_usd"]),
-        "price_as_of": _dt.date.fromisoformat(row["price_as_of"]), "source": row["source"],
-        "origin": origin,
+        on_demand_usd=_num(row["on_demand_usd"]), spot_usd=_num(row["spot_usd"]),
+        spot_low_usd=_num(row["spot_low_usd"]), spot_high_usd=_num(row["spot_high_usd"]),
+        price_as_of=_dt.date.fromisoformat(row["price_as_of"]), source=row["source"],
+        origin=origin,
         # Older overlays (written before these columns) still read: a missing column is a default.
-        "zones": (row.get("zones") or "").strip(),
-        "purchase": (row.get("purchase") or "on-demand").strip(),
-        "purchase_usd": _num(row.get("purchase_usd") or ""),
-    })
+        zones=(row.get("zones") or "").strip(),
+        purchase=(row.get("purchase") or "on-demand").strip(),
+        purchase_usd=_num(row.get("purchase_usd") or ""),
+    )
 
 
 def _read_rows(text: str) -> list[dict[str, str]]:
@@ -226,15 +207,13 @@ def write_rows(path: Path, offers: list[Offer]) -> None:
 
 def package_data(anchor: str, package: str, name: str, *, any_newline: bool = False) -> str:
     """data/NAME beside the module file `anchor` (of `package`): the catalog's and the
-    planner's data files. A plain file read on the normal (unzipped) install;
-    importlib.resources (~7 ms to import, on every `validate` and `plan`) only when the
-    package runs from a zip.
+    planner's data files. A plain file read on the normal (unzipped) install; importlib.resources,
+    a heavy import for every `validate` and `plan`, only when the package runs from a zip.
 
-    The text is read_text()'s. Its newline decoder is most of the cost of the read (0.65 of
-    0.68 ms for instances.csv, 2026-12-01), and ASCII bytes without a \r need none: they are
-    the text in any ASCII-compatible locale encoding. `any_newline`: the caller splits the
-    text with str.splitlines, which ends a line at \r\n, \r or \n alike, so \r may stay
-    (the bundled CSVs are CRLF, as the csv module writes them)."""
+    The text is read_text()'s. Its newline decoder is most of the cost of the read, and ASCII
+    bytes without a \r need none: they are the text in any ASCII-compatible locale encoding.
+    `any_newline`: the caller splits the text with str.splitlines, which ends a line at \r\n,
+    \r or \n alike, so \r may stay (the bundled CSVs are CRLF, as the csv module writes them)."""
     path = Path(anchor).with_name("data") / name
     if path.is_file():
         raw = path.read_bytes()
@@ -247,9 +226,9 @@ def package_data(anchor: str, package: str, name: str, *, any_newline: bool = Fa
 
 
 def parse_yaml(text: str):
-    """Our own committed data YAML, with libyaml's loader when PyYAML has it (the pure-Python
-    one costs ~10 ms per CLI call). A user's cluster.yaml is not read here: spec/yaml_lines.py
-    keeps PyYAML's own parser and its line numbers."""
+    """Our own committed data YAML, with libyaml's loader when PyYAML has it (several times
+    faster than the pure-Python one, on every CLI call). A user's cluster.yaml is not read here:
+    spec/yaml_lines.py keeps PyYAML's own parser and its line numbers."""
     import yaml
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -266,15 +245,11 @@ def _read_offers(text: str) -> tuple[Offer, ...]:
 
 
 @lru_cache(maxsize=4)
-def _bundled(generation: int = 0) -> tuple[str, tuple[Offer, ...], dict[str, Gpu]]:
+def _bundled(generation: int = 0) -> Catalog:
     """Keyed by the cloud registry's generation: a cloud registered later brings its rows."""
-    from reclaunch.catalog.prebuilt import load, prebuilt   # the files parsed ahead of time
-
-    meta = load("catalog/data/meta.yaml", _bundled_text("meta.yaml"))
+    meta = parse_yaml(_bundled_text("meta.yaml"))
     # read_offers splits lines with str.splitlines: CRLF as on disk reads the same rows.
-    text = package_data(__file__, __package__, "instances.csv", any_newline=True)
-    rows = prebuilt("catalog/data/instances.csv", text)
-    offers = tuple(map(_offer, rows)) if rows is not None else _read_offers(text)
+    offers = _read_offers(package_data(__file__, __package__, "instances.csv", any_newline=True))
     # A cloud whose package ships its own rows (CloudFacts.offers, next to its facts.py).
     offers += tuple(o for f in clouds.all_facts() if f.offers and f.home
                     for o in _read_offers((f.home / f.offers).read_text()))
@@ -283,12 +258,11 @@ def _bundled(generation: int = 0) -> tuple[str, tuple[Offer, ...], dict[str, Gpu
         gpus[r["gpu"]] = Gpu(r["gpu"], *(float(r[c]) for c in (
             "memory_gib", "hbm_tbps", "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops")),
             source=r["source"])
-    return str(meta["version"]), offers, gpus
+    return Catalog(version=str(meta["version"]), offers=offers, gpus=gpus)
 
 
 def bundled_catalog() -> Catalog:
-    version, offers, gpus = _bundled(clouds.generation())
-    return Catalog(version=version, offers=offers, gpus=gpus)
+    return _bundled(clouds.generation())
 
 
 def read_overlay(path: Path) -> list[Offer] | None:
@@ -317,7 +291,7 @@ def load_catalog(overlay: bool = True, overlay_dir: Path | None = None) -> Catal
         if o.key in merged and (why := far_from_bundled(o, merged[o.key])):
             warn_once(why)
     merged.update({o.key: o for o in extra})
-    return cat._replace(version=f"{cat.version}+overlay", offers=tuple(merged.values()))
+    return replace(cat, version=f"{cat.version}+overlay", offers=tuple(merged.values()))
 
 
 def offers(catalog: Catalog, cloud: str | None = None, gpu: str | None = None,

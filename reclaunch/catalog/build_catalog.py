@@ -143,11 +143,6 @@ def write_instances(out: Path, rows: list[dict]) -> None:
         for r in rows:
             w.writerow({c: r.get(c, "") for c in INSTANCE_COLUMNS})
     print(f"wrote {out}")
-    if out.resolve() == (DATA / "instances.csv").resolve():   # the bundled file: its twin too
-        from reclaunch.catalog import prebuilt
-
-        if prebuilt.write():
-            print(f"wrote {prebuilt.OUT}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,17 +1,12 @@
-"""Catalog CSV text -> Offers, at start-up speed: `validate` and `plan` read every bundled row
-(about 700) before they can answer, so this is on the path of every command that loads a spec.
+"""Catalog CSV text -> Offers: `validate` and `plan` read every bundled row (hundreds)
+before they can answer, so this is on the path of every command that loads a spec.
 
 The values are exactly parse_offer's (tests/catalog/test_reader.py compares every bundled row
-and the odd-row fallbacks); what differs is how they are made, each measured on the bundled
-catalog (median in-process CPU, 2026-12-01):
-- csv.reader rows instead of csv.DictReader (a dict per row): 7 -> 2 ms; and a line with no
-  quote split at its commas rather than through the reader's per-character loop (_rows;
-  read_offers of the bundled file 45 -> 30 M instructions with the next point, 2026-12-01);
-- each row's dict a copy of one per instance type, its own values set in place;
+and the odd-row fallbacks); what differs is the work per row, which is what a CLI call pays:
+- csv.reader rows instead of csv.DictReader (a dict per row), and a line with no quote split
+  at its commas rather than through the reader's per-character loop (_rows);
 - the instance columns, the same in every region of an instance type, converted once per
-  distinct set of values instead of once per row;
-- each Offer made by catalog._offer (as parse_offer now is), not its frozen dataclass
-  __init__, which sets the 26 fields with one object.__setattr__ call each: 6.2 -> 0.3 ms.
+  distinct set of values instead of once per row.
 A file whose header is not the full column set, or a row of the wrong length, goes through
 csv.DictReader and parse_offer as before (same values, same errors).
 """
@@ -23,12 +18,11 @@ import datetime as _dt
 from operator import itemgetter
 from typing import Callable, Iterable, Iterator
 
-from reclaunch.catalog import (FACT_COLUMNS, INSTANCE_COLUMNS, Offer, _num, _offer, _read_rows,
+from reclaunch.catalog import (FACT_COLUMNS, INSTANCE_COLUMNS, Offer, _num, _read_rows,
                                instance_facts, parse_offer)
 
 _PER_ROW = ("cloud", "instance_type", "region", "on_demand_usd", "spot_usd", "spot_low_usd",
             "spot_high_usd", "price_as_of", "source", "zones", "purchase", "purchase_usd")
-_FIELDS = tuple(Offer.__dataclass_fields__)   # Offer's fields, in order
 
 
 def _as_dict(header: list[str], row: list[str]) -> dict:
@@ -48,40 +42,21 @@ def row_parser(header: list[str], origin: str = "bundled") -> Callable[[list[str
         return None
     facts_of = itemgetter(*(header.index(c) for c in FACT_COLUMNS))
     per_row = itemgetter(*(header.index(c) for c in _PER_ROW))
-    # Per distinct instance facts: a dict of every Offer field in field order with the facts
-    # filled in; a row's Offer gets a copy with its own values set (the keys and order of
-    # parse_offer's literal, without building and merging three dicts per row: 3.4 -> 1.2 us).
-    memo: dict[tuple[str, ...], dict] = {}
-    dates: dict[str, _dt.date] = {}
+    facts_memo: dict[tuple[str, ...], dict] = {}   # per distinct instance facts, converted
 
     def parse(row: list[str]) -> Offer:
         key = facts_of(row)
-        values = memo.get(key)
-        if values is None:
-            facts = instance_facts(key)   # raises before anything is kept (the overlay reads on)
-            values = memo[key] = dict.fromkeys(_FIELDS)
-            values.update(facts)
+        facts = facts_memo.get(key)
+        if facts is None:
+            facts = facts_memo[key] = instance_facts(key)   # raises before anything is kept
         cloud, itype, region, od, spot, low, high, as_of, source, zones, purchase, p_usd = \
             per_row(row)
         od, spot, low, high = _num(od), _num(spot), _num(low), _num(high)   # before the date,
-        day = dates.get(as_of)                                               # as parse_offer
-        if day is None:
-            day = dates[as_of] = _dt.date.fromisoformat(as_of)
-        d = values.copy()
-        d["cloud"] = cloud
-        d["instance_type"] = itype
-        d["region"] = region
-        d["on_demand_usd"] = od
-        d["spot_usd"] = spot
-        d["spot_low_usd"] = low
-        d["spot_high_usd"] = high
-        d["price_as_of"] = day
-        d["source"] = source
-        d["origin"] = origin
-        d["zones"] = zones.strip()
-        d["purchase"] = (purchase or "on-demand").strip()
-        d["purchase_usd"] = _num(p_usd)
-        return _offer(d)
+        day = _dt.date.fromisoformat(as_of)                                  # as parse_offer
+        return Offer(cloud=cloud, instance_type=itype, region=region, **facts, on_demand_usd=od,
+                     spot_usd=spot, spot_low_usd=low, spot_high_usd=high, price_as_of=day,
+                     source=source, origin=origin, zones=zones.strip(),
+                     purchase=(purchase or "on-demand").strip(), purchase_usd=_num(p_usd))
 
     return parse
 

@@ -166,6 +166,9 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
         echo(plan_view.render_plan(the_plan, bold=bold))
         for line in person_lines(needs_a_person(the_plan)):   # the list `up` shows, before `up`
             echo(line)
+        if not the_plan.spec.runs_here:   # plan renders no pods: it says where the check runs
+            echo(f"pods on nodes: not checked by plan; `reclaunch up {file} --dry-run` "
+                 "(or render, preview) checks them")
         if rows is not None:
             echo(plan_view.render_compare(rows, top=top or None, bold=bold))
     if not the_plan.memory.fits:
@@ -206,26 +209,22 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
     if not out_dir:   # printed: secret-looking values redacted (secrets.py); --out writes them
         click.echo(to_yaml(redacted(objs + pre[-1:])), nl=False)
         _claim_note(spec, with_storage)
+        _fit_or_exit(the_plan, objs, file)
         return
     private = holds_user_env(the_plan)   # files that may hold job.env values: owner-only
     # Two folders: `kubectl apply -f DIR` must not start the preflight beside the training
     # job (both want every GPU). DIR/preflight holds what the preflight needs to run alone.
+    from reclaunch.cli.outdir import write_tree
+
     out = Path(out_dir)
-    written = 0
+    groups = {sub: {file_name(i, obj): to_yaml([obj]) for i, obj in enumerate(group)}
+              for sub, group in (("", objs), ("preflight", pre))}
     stale: list[str] = []
-    try:
-        for folder, group in ((out, objs), (out / "preflight", pre)):
-            if not group:
-                continue
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
-            if private:
-                folder.chmod(0o700)
-            names = {file_name(i, obj) for i, obj in enumerate(group)}
-            for i, obj in enumerate(group):
-                _write(folder / file_name(i, obj), to_yaml([obj]), 0o600 if private else 0o644)
-                written += 1
-            stale += [str(f) for f in sorted(folder.iterdir())
-                      if f.suffix in (".yaml", ".yml", ".json") and f.is_file() and f.name not in names]
+    try:   # temporary files renamed into place: a planted symlink is replaced, never followed
+        written = write_tree(out, groups, private)
+        for sub, files in ((s, f) for s, f in groups.items() if f):
+            stale += [str(f) for f in sorted((out / sub).iterdir()) if f.name not in files
+                      and f.suffix in (".yaml", ".yml", ".json") and f.is_file()]
     except OSError as exc:
         from reclaunch.errors import output_error
 
@@ -238,6 +237,17 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
                    f"(`kubectl apply -f {out}` applies them too): " + ", ".join(stale[:5])
                    + (" ..." if len(stale) > 5 else ""), err=True)
     _claim_note(spec, with_storage)
+    _fit_or_exit(the_plan, objs, file)
+
+
+def _fit_or_exit(plan, objs, file: str) -> None:
+    """Exit 1 (after the manifests are out) when a pod may not fit a modelled node: the check
+    `up` refuses on and `preview` reports, run here without any SDK."""
+    from reclaunch.cli.dryrun import pods_fit
+    from reclaunch.manifests.launch import launch_of
+
+    if not pods_fit(plan, launch_of(plan, objs), file):
+        sys.exit(1)
 
 
 def _claim_note(spec, with_storage: bool = False) -> None:
@@ -247,14 +257,6 @@ def _claim_note(spec, with_storage: bool = False) -> None:
         click.echo(f"note: the job mounts PersistentVolumeClaim {spec.name}-data ({spec.storage.kind}), "
                    "which `reclaunch up` creates with the file system; on a cluster you already "
                    "have, create that claim first (`--with-storage` writes it for storage.existing)", err=True)
-
-
-def _write(path, text: str, mode: int) -> None:
-    import os
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    os.fchmod(fd, mode)   # an existing file keeps its mode through O_CREAT
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
 
 
 # ------------------------------------------------------------------ catalog refresh / preview

@@ -205,7 +205,9 @@ def gc(cloud: str, region: str, cluster: str | None, subscription: str | None,
     # Progress on stdout as it goes (stderr stays one line per error, the CLI's contract).
     report = sweep_gc(cloud, region, cluster, delete=yes,
                       progress=lambda msg: click.echo(msg), **options)
-    _console().print(report.render())
+    # Cloud tags and names are anyone's text: shown as text (render escapes control
+    # characters), never as rich markup or a live link.
+    _console().print(report.render(), markup=False, highlight=False)
     sys.exit(report.exit_code)
 
 

@@ -1,6 +1,6 @@
 """Every RECLAUNCH_* variable a person sets to pin a value, checked once when the CLI starts.
 
-Each pin is read where it is used (reclaunch/host.py, runtime/sweep.py, runtime/backend.py),
+Each pin is read where it is used (reclaunch/host.py, runtime/deadline.py, runtime/backend.py),
 so a malformed one surfaced only in the command that happened to read it, or (the SDK
 timeouts) fell back silently. `reclaunch` checks them all before any command runs and stops
 with one line naming every bad variable, exit 2.
@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-# Numeric pins of runtime/sweep.sdk_limits: variable -> (low, high, whole number).
+# Numeric pins of runtime/deadline.py (sdk_limits, call_deadline): variable -> (low, high,
+# whole number).
 SDK_PINS: dict[str, tuple[float, float, bool]] = {
     "RECLAUNCH_SDK_CONNECT_TIMEOUT": (0.1, 120, False),
     "RECLAUNCH_SDK_READ_TIMEOUT": (0.1, 600, False),
     "RECLAUNCH_SDK_ATTEMPTS": (1, 10, True),
+    "RECLAUNCH_SDK_CALL_TIMEOUT": (0.1, 3600, False),
 }
 
 
@@ -41,6 +43,7 @@ READERS: dict[str, tuple[str, str, tuple]] = {
     "RECLAUNCH_HOST_MEMORY": ("reclaunch.host", "ram_bytes", ()),
     "RECLAUNCH_HOST_CPUS": ("reclaunch.host", "cpu_count", ()),
     "RECLAUNCH_TODAY": ("reclaunch.host", "today", ()),
+    "RECLAUNCH_HOST_LOAD": ("reclaunch.host", "load_per_core", ()),
     "RECLAUNCH_SECRETS_PROVIDER": ("reclaunch.runtime.backend", "secrets_provider", (None,)),
 }
 

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from reclaunch import clouds
 from reclaunch.errors import PlanError
 from reclaunch.fabric.generations import PROFILES
+from reclaunch.fabric.intra import of_offer
 from reclaunch.fabric.profiles import DATE, PCIE_GEN4, FabricProfile, Member
 from reclaunch.spec.facts import own_cluster
 
@@ -107,7 +108,11 @@ def profile_for(cloud: str, instance_type: str | None, inter_node: str = "auto",
     # A catalog row that says "ethernet" (e.g. a small g5 without EFA) beats the family prefix.
     if natural is not None and natural_fabric != natural[0].fabric:
         natural = _match(cloud, instance_type, natural_fabric)
-    intra = natural[1].intra_node_busbw_gbs if natural else None
+    # The catalog row's link (NVLink generation and bandwidth, or PCIe) decides the intra-node
+    # figure (fabric/intra.py); a family's member figure only stands in for hardware the
+    # table does not know.
+    fact = of_offer(offer) if offer is not None else None
+    intra = fact.busbw_gbs if fact is not None else (natural[1].intra_node_busbw_gbs if natural else None)
 
     wanted = natural_fabric if inter_node == "auto" else inter_node
     if wanted in (None, "ethernet"):
@@ -130,7 +135,7 @@ def profile_for(cloud: str, instance_type: str | None, inter_node: str = "auto",
         has = natural_fabric or "no known fabric"
         raise PlanError(f"interconnect.inter_node is {wanted} but {cloud} {instance_type} has {has}",
                         hint="set inter_node: auto, or pick an instance type with that fabric")
-    return _resolve(found[0], found[1], instance_type)
+    return _resolve(found[0], found[1], instance_type, intra=fact.busbw_gbs if fact is not None else None)
 
 
 def nccl_env(profile: FabricProfile, user_env: Mapping[str, str] | None = None,

@@ -8,12 +8,9 @@ an edit to those rows reaches them too.
 
 from __future__ import annotations
 
+from reclaunch.fabric.intra import HGX_B200
 from reclaunch.fabric.profiles import (
-    HGX_H100, PCIE_GEN4, PROFILES as BASE, FabricProfile, Member, _EFA_SOURCE, _GKE_SOURCE, _ro)
-
-# HGX B200 all_reduce busbw is not in fabrics.md: derived from HGX H100's measured 478.9 GB/s
-# scaled by NVLink bandwidth (NVLink5 1800 vs NVLink4 900 GB/s per GPU), i.e. 957.8. Not measured.
-HGX_B200 = HGX_H100 * 1800 / 900
+    PCIE_GEN4, PROFILES as BASE, FabricProfile, Member, _EFA_SOURCE, _GKE_SOURCE, _ro)
 
 
 def _by_name(name: str) -> FabricProfile:

@@ -119,8 +119,10 @@ def _mount(name: str, path: str, read_only: bool = False) -> Mapping[str, Any]:
 # libfabric silently runs NCCL on sockets; with it, NCCL init stops with the net missing.
 # FI_EFA_USE_HUGE_PAGE=0: aws-ofi-nccl doc/efa-env-var.md, needed when PyTorch data-loader
 # workers fork (else os.fork() "Cannot allocate memory" once huge pages run out); the
-# reference trainer forks loader workers. NCCL_TUNER_PLUGIN is not set: the plugin sets it
-# to its own library itself (src/platform-aws.cpp), and skips that when it is already set.
+# reference trainer forks loader workers. libfabric then takes its buffers from ordinary pages,
+# so no EFA profile reserves hugepages (the EKS examples' 5120Mi would sit unused per node).
+# NCCL_TUNER_PLUGIN is not set: the plugin sets it to its own library itself
+# (src/platform-aws.cpp), and skips that when it is already set.
 _EFA_NET = {"NCCL_NET": "Libfabric", "FI_EFA_USE_HUGE_PAGE": "0"}
 _EFA_ENV = {"FI_EFA_USE_DEVICE_RDMA": "1", "NCCL_SOCKET_IFNAME": "^lo,docker", **_EFA_NET}
 # Where the EFA installer puts libfabric (/opt/amazon/efa/lib) and aws-ofi-nccl
@@ -135,7 +137,6 @@ _EFA_LIBS = ("/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "/opt/amazon/ofi-nccl/
 _EFA_GDR = ("set FI_EFA_USE_DEVICE_RDMA=1 (p4d/p5 support RDMA read), use aws-ofi-nccl >= 1.7 "
             "and libfabric >= 1.18 in the image, and request every EFA device of the node")
 _EFA_SOURCE = "aws-ofi-nccl docs (efa-env-var.md, tuner.md); EKS user guide (node-efa)"
-_EFA_HUGEPAGES = _ro({"hugepages-2Mi": "5120Mi"})
 _EFA_FALLBACK = (
     "use an image with libfabric >= 1.18 (EFA installer, /opt/amazon/efa/lib) and the "
     "aws-ofi-nccl plugin (>= 1.7.3 on P5; /opt/amazon/ofi-nccl/lib or /opt/aws-ofi-nccl/install/"
@@ -186,7 +187,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         name="efa-p4", fabric="efa",
         members=(Member("p4d.", HGX_A100), Member("p4de.", HGX_A100)),
         source=_EFA_SOURCE, date=DATE, env=_ro(_EFA_ENV),
-        resources=_ro({"vpc.amazonaws.com/efa": 4}), hugepages=_EFA_HUGEPAGES,
+        resources=_ro({"vpc.amazonaws.com/efa": 4}),
         transport="NET/OFI", link_gbps=400, gpudirect=True,
         measured_2node_busbw_gbs=78.3, inter_node_busbw_gbs=50.0, busbw_threshold_gbs=62.6,
         threshold_basis="0.8 x 78.3 GB/s (p4de, 2 nodes, 2 GiB; awsome-distributed-training)",
@@ -201,7 +202,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         members=(Member("p5.", HGX_H100), Member("p5e.", HGX_H200)),
         source=_EFA_SOURCE, date=DATE,
         env=_ro(_EFA_ENV),
-        resources=_ro({"vpc.amazonaws.com/efa": 32}), hugepages=_EFA_HUGEPAGES,
+        resources=_ro({"vpc.amazonaws.com/efa": 32}),
         transport="NET/OFI", link_gbps=3200, gpudirect=True,
         measured_2node_busbw_gbs=437.8, inter_node_busbw_gbs=400.0, busbw_threshold_gbs=350.2,
         threshold_basis="0.8 x 437.8 GB/s (p5, 2 nodes EKS, 2 GiB; awsome-distributed-training)",
@@ -215,7 +216,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         members=(Member("p5en.", HGX_H200),),
         source=_EFA_SOURCE, date=DATE,
         env=_ro(_EFA_ENV),
-        resources=_ro({"vpc.amazonaws.com/efa": 16}), hugepages=_EFA_HUGEPAGES,
+        resources=_ro({"vpc.amazonaws.com/efa": 16}),
         transport="NET/OFI", link_gbps=3200, gpudirect=True,
         measured_2node_busbw_gbs=None, inter_node_busbw_gbs=400.0, busbw_threshold_gbs=350.2,
         threshold_basis="p5's 0.8 x 437.8 GB/s: same 3200 Gbps per node (16 x 200 Gbps EFA)",
@@ -231,7 +232,7 @@ PROFILES: tuple[FabricProfile, ...] = (
                  Member("g6e.", PCIE_GEN4, 6.25, 5.0, _ro({"vpc.amazonaws.com/efa": 1}))),
         source=_EFA_SOURCE, date=DATE,
         env=_ro({"NCCL_SOCKET_IFNAME": "^lo,docker", **_EFA_NET}),
-        resources=_ro({"vpc.amazonaws.com/efa": 1}), hugepages=_EFA_HUGEPAGES,
+        resources=_ro({"vpc.amazonaws.com/efa": 1}),
         transport="NET/OFI", link_gbps=100, gpudirect=False,
         inter_node_busbw_gbs=6.25, busbw_threshold_gbs=5.0,
         threshold_basis="0.8 x derived figure (not measured)",

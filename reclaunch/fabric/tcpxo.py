@@ -49,6 +49,12 @@ ENV = MappingProxyType({
     # Not in the script: where the installer's pre-installation step bind-mounts the
     # aperture devices; the vendor's workload sets it (gpudirect-tcpxo/nccl-test-latest.yaml).
     "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY": "/dev/aperture_devices",
+    # Not in the script either: the plugin's own net name (google/nccl-plugin-gpudirect-tcpxo
+    # tcpdirect_plugin/fastrak_offload/fastrak_plugin.cc, ncclNetPlugin_v7 "FasTrak"), pinned
+    # as NVIDIA/dgxc-benchmarking's GCP setup does. The plugin aborts on its own init failure,
+    # but when its library never loads (installer not run, mount missing) NCCL would pick its
+    # socket transport unasked; with the pin, init stops naming the missing net.
+    "NCCL_NET": "FasTrak",
 })
 
 # RxDM flags since tcpgpudmarxd-dev v1.0.20: --num_nics, --uid and --alsologtostderr are

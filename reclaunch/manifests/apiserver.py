@@ -42,13 +42,15 @@ def quantity(value: Any) -> Fraction:
         raise ValueError(f"not a quantity: {value!r}")
     if isinstance(value, (int, float)):
         return Fraction(value)
-    m = _QUANTITY.match(str(value).strip())
-    if not m:
-        raise ValueError(f"not a quantity: {value!r}")
+    m = _QUANTITY.match(str(value).strip()[:64])
+    if not m or len(str(value).strip()) > 64:
+        raise ValueError(f"not a quantity: {str(value)[:64]!r}")
     num, suffix = Fraction(m.group(1)), m.group(2) or ""
     if suffix in _BINARY:
         return num * _BINARY[suffix]
     if suffix[:1] in ("e", "E"):
+        if abs(int(suffix[1:])) > 30:   # no resource is 1e31 of anything; 1e999999999 would hang
+            raise ValueError(f"not a quantity: {value!r}")
         return num * Fraction(10) ** int(suffix[1:])
     return num * _DECIMAL[suffix]
 

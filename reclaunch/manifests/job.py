@@ -13,6 +13,7 @@ import copy
 import json
 import math
 import shlex
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from reclaunch import clouds
@@ -20,6 +21,8 @@ from reclaunch.manifests import rdzv
 from reclaunch.manifests.restarts import backoff_limit
 from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG as CLUSTER_LABEL, MANAGED_TAG as MANAGED_LABEL
 from reclaunch.tags import JOB_NAME_LABEL, PYTORCHJOB_API
+# The plan's fabric profile, single-node aware: the same one the stack sizes its pools from.
+from stacks.fabric_facts import fabric_profile, multi_node  # noqa: F401  (callers import them here)
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -31,10 +34,11 @@ from reclaunch.spec.facts import MOUNTED_STORAGE, STACK_PROVISIONED  # noqa: E40
 TTL_AFTER_FINISHED = 24 * 3600               # keep finished pods' logs for a day
 
 
-def spot_tolerations() -> tuple[dict, ...]:
-    """Taints managed node pools put on spot capacity (each cloud's facts, spot_tolerations);
-    tolerating an absent taint is harmless, so one list serves every cloud."""
-    return tuple(dict(t) for f in clouds.all_facts() for t in f.spot_tolerations)
+def spot_tolerations(plan: "Plan") -> tuple[dict, ...]:
+    """Taints this cloud's managed node pools put on spot capacity (its facts'
+    spot_tolerations), and no other cloud's: a pod tolerating taints its cluster never sets
+    tells a reader (and a policy) the wrong thing about where it may land."""
+    return tuple(dict(t) for t in clouds.get(plan.cloud).spot_tolerations)
 
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -69,54 +73,37 @@ def _launcher(command: list[str], args: list[str]) -> tuple[list[str], list[str]
     return (["torchrun", *tail], args) if tail else (command, args)
 
 
+# How much of what a node leaves to pods (manifests/nodes.py) the training pod requests. It
+# takes every GPU of its node, so nothing else of ours shares the node: the request only has
+# to get the pod placed, and the limit decides what it may use. Requesting all of the modelled
+# node buys nothing and turns any error in the model (an instance family's firmware reserve,
+# hugepages an AMI pre-allocates, a DaemonSet a team adds) into a pod that stays Pending while
+# a GPU node bills, and an autoscaler adding nodes for it. A tenth stays unrequested (tens of
+# GiB on the 8-GPU nodes); the memory limit is the modelled node itself, so the job can still
+# use that tenth, and never what the kubelet and the DaemonSets were left.
+REQUEST_SHARE = Fraction(9, 10)
+
+
 def pod_resources(plan: "Plan") -> dict[str, dict[str, Any]]:
-    """Requests/limits for one training pod: the whole node the managed Kubernetes leaves to
-    pods (manifests/allocatable.py: the kubelet's reserve, eviction threshold, the add-on
-    DaemonSets' allowance and the stack's hugepages), the same figure the schedulability check
-    fits pods against, so the request and the check cannot disagree."""
+    """Requests/limits for one training pod: the fabric's devices and hugepages, and
+    REQUEST_SHARE of the cpu and memory one GPU node leaves to pods (manifests/nodes.py: the
+    node model less the DaemonSets), the figure the schedulability check fits pods against."""
+    from reclaunch.manifests.nodes import job_node
+
     req = requirements(plan)
     limits: dict[str, Any] = dict(req.resources)
     requests: dict[str, Any] = dict(req.resources)
-    offer = plan.offer
-    if offer is not None:
-        cpu, mem_gib = _allocatable(offer, requests)
+    node = job_node(plan)
+    if node is not None:
+        cpu = max(1, math.floor(node["cpu"] * REQUEST_SHARE))
+        mem_gib = max(1, math.floor(node["memory"] * REQUEST_SHARE / 2**30))
         requests.update({"cpu": str(cpu), "memory": f"{mem_gib}Gi"})
-        limits["memory"] = f"{mem_gib}Gi"   # no CPU limit: throttling hurts the dataloader
+        # no CPU limit: throttling hurts the dataloader
+        limits["memory"] = f"{max(mem_gib, math.floor(node['memory'] / 2**30))}Gi"
     elif any(k.startswith("hugepages-") for k in requests):
         # The API server refuses hugepages without a cpu or memory request.
         requests["memory"] = limits["memory"] = "8Gi"
     return {"requests": requests, "limits": limits}
-
-
-def _allocatable(offer, requests: dict[str, Any]) -> tuple[int, int]:
-    """(whole cores, whole GiB) a node of this offer leaves to one pod (manifests.allocatable)."""
-    from reclaunch.manifests.allocatable import allocatable
-    from reclaunch.manifests.apiserver import quantity
-
-    huge = {k: int(quantity(v)) for k, v in requests.items() if k.startswith("hugepages-")}
-    res = allocatable(offer.cloud, offer.vcpus, offer.ram_gib, huge).resources()
-    return max(1, int(res["cpu"])), max(1, int(res["memory"] / 2**30))
-
-
-def multi_node(plan: "Plan") -> bool:
-    """Can the job ever span nodes? (An elastic job may grow to max_nodes.)"""
-    return max(plan.nodes, plan.max_nodes or 0) > 1
-
-
-def fabric_profile(plan: "Plan"):
-    """The plan's fabric profile; a job that never leaves one node gets none of the network's
-    devices, hugepages or sidecars (fabric.single_node): they could only block scheduling."""
-    from reclaunch.fabric import get_profile, profile_for, single_node
-
-    if plan.instance_type:
-        prof = profile_for(plan.cloud, plan.instance_type, plan.spec.interconnect.inter_node)
-    else:
-        prof = get_profile(plan.fabric)
-    # Existing GKE nodes (cloud: kubernetes) are attached to the cluster's own Networks.
-    own = getattr(plan.offer, "gke_interfaces", ())
-    if own and prof.gke_interfaces:
-        prof = prof._replace(gke_interfaces=tuple(own))
-    return prof if multi_node(plan) else single_node(prof)
 
 
 def requirements(plan: "Plan"):
@@ -294,7 +281,7 @@ def _placement(plan: "Plan") -> tuple[dict[str, str], list[dict[str, Any]]]:
     node_selector.update(extra["node_selector"])
     tolerations = [dict(GPU_TOLERATION)]
     if plan.spot:
-        tolerations.extend(spot_tolerations())
+        tolerations.extend(spot_tolerations(plan))
     tolerations += [t for t in extra["tolerations"] if t not in tolerations]
     return node_selector, tolerations
 

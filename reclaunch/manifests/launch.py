@@ -43,7 +43,11 @@ class Launch:
 def build_launch(plan: "Plan") -> Launch:
     from reclaunch.manifests.job import render
 
-    objs = render(plan)
+    return launch_of(plan, render(plan))
+
+
+def launch_of(plan: "Plan", objs: list[dict[str, Any]]) -> Launch:
+    """The Launch of objects manifests.job.render(plan) returned."""
     jobs = [m for m in objs if m.get("kind") in JOB_KINDS]
     return Launch(plan=plan, objects=tuple(m for m in objs if m.get("kind") not in JOB_KINDS),
                   job=jobs[-1] if jobs else None)

@@ -4,18 +4,18 @@ stack's node pools and add-ons (values in, rows out; the caller fetches pools an
     rows = schedule(plan, pools, addons, catalog)   # [{pod, role, replicas, pool, fits, reasons}]
 
 Pods: the training job, the NCCL preflight job and, for elastic jobs, the rendezvous store.
-Node capacity: allocatable cpu/memory after the cloud's reserves (manifests/allocatable.py)
-and the pool's pre-allocated hugepages; device counts from the instance (catalog GPUs, the
-fabric profile's devices for that instance), offered only where an add-on advertises them.
+Node capacity: the node model of the pool's instance (catalog/node.py: kubelet capacity,
+reserves, eviction threshold, the pool's hugepages) less the add-on DaemonSets that run on the
+pool (manifests/nodes.py); device counts from the instance (catalog GPUs, the fabric profile's
+devices for that instance), offered only where an add-on advertises them. The model errs low,
+so a pod that does not fit it "may not fit" the real node.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Sequence
 
-from reclaunch.manifests.allocatable import SYSTEM_SHAPES, allocatable
-from reclaunch.manifests.apiserver import quantity
+from reclaunch.manifests.nodes import pool_capacity
 from reclaunch.manifests.schedule import check, pods_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,48 +38,10 @@ def launch_objects(plan: "Plan", launch: Any = None) -> dict[str, list[dict[str,
     return out
 
 
-def _shape(plan: "Plan", instance_type: str, catalog: Any) -> tuple[int, float] | None:
-    offer = None
-    if catalog is not None:
-        offer = catalog.instance(plan.cloud, instance_type)
-    elif plan.offer is not None and plan.offer.instance_type == instance_type:
-        offer = plan.offer
-    if offer is not None:
-        return offer.vcpus, offer.ram_gib
-    return SYSTEM_SHAPES.get(instance_type)
-
-
-def _devices(plan: "Plan", instance_type: str, catalog: Any) -> dict[str, Fraction]:
-    """The devices a node of this instance type has (what a device plugin can advertise)."""
-    from reclaunch.fabric import profile_for
-
-    out: dict[str, Fraction] = {}
-    offer = catalog.instance(plan.cloud, instance_type) if catalog is not None else (
-        plan.offer if plan.offer is not None and plan.offer.instance_type == instance_type
-        else None)
-    if offer is None or not offer.gpu_count:
-        return out
-    out["nvidia.com/gpu"] = Fraction(offer.gpu_count)
-    prof = profile_for(plan.cloud, instance_type, "auto", catalog)
-    out.update({k: quantity(v) for k, v in prof.resources.items()})
-    return out
-
-
-def pool_capacity(plan: "Plan", pool: Any, catalog: Any = None) -> dict[str, Fraction] | None:
-    """What one node of `pool` offers pods, or None when its size is not known."""
-    shape = _shape(plan, pool.instance_type, catalog)
-    if shape is None:
-        return None
-    huge = {k: int(quantity(v)) for k, v in (getattr(pool, "hugepages", None) or {}).items()}
-    out = allocatable(plan.cloud, shape[0], shape[1], huge).resources()
-    out.update(_devices(plan, pool.instance_type, catalog))
-    return out
-
-
 def schedule(plan: "Plan", pools: Sequence[Any], addons: Sequence[dict[str, Any]],
              catalog: Any = None, launch: Any = None) -> list[dict[str, Any]]:
     pods = [p for role, objs in launch_objects(plan, launch).items() for p in pods_of(objs, role)]
-    capacity = {pool.name: pool_capacity(plan, pool, catalog) for pool in pools}
+    capacity = {pool.name: pool_capacity(plan, pool, addons, catalog) for pool in pools}
     return check(pods, pools, addons, capacity)
 
 

@@ -6,15 +6,13 @@ from functools import lru_cache
 from typing import Any
 
 from reclaunch import clouds
-from reclaunch.catalog import package_data
-from reclaunch.catalog.prebuilt import load
+from reclaunch.catalog import package_data, parse_yaml
 
 
 def data_yaml(name: str) -> Any:
     """A YAML file of planner/data, read and parsed as the catalog reads its own data files
     (a fresh object each call: callers cache it, and _constants amends its copy)."""
-    # parsed ahead of time where the twin was made from this text (catalog/prebuilt.py)
-    return load(f"planner/data/{name}", package_data(__file__, __package__, name))
+    return parse_yaml(package_data(__file__, __package__, name))
 
 
 def constants() -> dict[str, Any]:
@@ -32,6 +30,8 @@ def _constants(generation: int) -> dict[str, Any]:
         k: v["reclaim_rate_per_node_hour"] for k, v in per.items()}
     c["spot"]["reclaim_notice_seconds"] = {
         k: v["reclaim_notice_seconds"] for k, v in per.items() if v.get("reclaim_notice_seconds")}
+    c["spot"]["reclaim_band"] = {k: (v.get("reclaim_band"), dict(v.get("reclaim_by_instance") or {}))
+                                 for k, v in per.items()}
     c["control_plane_usd_per_hour"] = {k: v["control_plane_usd_per_hour"] for k, v in per.items()}
     c["storage_usd_per_gb_month"]["pvc"] = {k: v["pvc_usd_per_gb_month"] for k, v in per.items()}
     return c

@@ -10,9 +10,12 @@ from reclaunch.planner.constants import constants, dtype_bytes
 from reclaunch.planner.evidence import gather
 from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
-from reclaunch.planner.perf import Hardware, dense_seconds, overlap_warning, step_overhead_seconds, step_time
+from reclaunch.planner import stack_view
+from reclaunch.planner.perf import (Hardware, dense_seconds, host_work, overlap_warning,
+                                   step_overhead_seconds, step_time)
 from reclaunch.planner.shard_plan import plan_sharding
 from reclaunch.spec.buckets import is_url
+from reclaunch.spec.stacks import assumed
 
 
 def candidate_offers(spec, catalog):
@@ -26,8 +29,13 @@ def candidate_offers(spec, catalog):
         gpu = got if isinstance(got, str) else spec.gpu
     rows = offers(catalog, cloud=spec.cloud, gpu=gpu, instance_type=spec.instance_type)
     rows = [o for o in rows if o.gpu_count == spec.gpus_per_node]
+    link = spec.interconnect.intra_node
+    if link is not None:   # the GPUs' link the spec asks for: only instances that have it
+        rows = [o for o in rows if o.intra_node == link or o.gpu_count == 1]
     if not rows:
         what = spec.instance_type or f"{spec.gpus_per_node} x {gpu or 'GPU'}"
+        if link is not None:
+            what += f" with intra_node {link}"
         # The spec asks for what the catalog lacks: bad input (exit 2), like validate says.
         raise SpecError(f"{spec.where('instance_type' if spec.instance_type else 'gpu')}: no "
                         f"{spec.cloud} offer in the catalog for {what} (`reclaunch catalog` "
@@ -134,6 +142,14 @@ def rate_sharding(spec, assignment, catalog, offer, nodes: int):
     return rate(spec, hw, fixed, cap, nodes, gpn, dense_s, dense_bwd, dense_ar, assignment)
 
 
+def _throughput(spec, cat, offer, nodes: int) -> float:
+    """The model's samples/s of `spec` on `offer` (its own sharding search; no evidence)."""
+    gpn, hw, _, _, cap, _, fixed, dense_s, dense_bwd, dense_ar = _inputs(spec, cat, offer, [])
+    _, ev, _ = plan_sharding(spec, hw, fixed, cap, nodes, gpn, dense_s, dense_bwd, dense_ar)
+    return step_time(spec, hw, ev, dense_s, dense_ar, nodes, gpn,
+                     host_work(spec, hw.device, len(fixed.dense.gemms)))[2]
+
+
 def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     c = constants()
     warnings: list[str] = []
@@ -150,7 +166,13 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
                 else "the dense part alone exceeds one GPU")
         warnings.append(f"does not fit: {mem.total_bytes_per_gpu / GIB:.1f} GiB per GPU of "
                         f"{mem.capacity_bytes_per_gpu / GIB:.1f} GiB ({short:.1f} GiB short); {need}")
-    step, comm, thr = step_time(spec, hw, ev, dense_s, dense_ar, nodes, gpn)
+    step, comm, thr = step_time(spec, hw, ev, dense_s, dense_ar, nodes, gpn,
+                                host_work(spec, hw.device, len(fixed.dense.gemms)))
+    stack = stack_view.describe(spec)
+    if (w := stack_view.unexpressed(stack, nodes)) is not None:
+        warnings.append(w)
+    if not stack["stated"] and offer is not None:   # the reader sees what the other stack gives
+        stack["alternative"] = stack_view.alternative(spec, lambda alt: _throughput(alt, cat, offer, nodes))
     cloud = offer.cloud if offer is not None else spec.cloud
     # This host's calibration, the measured runs of this shape, the startup (planner/evidence.py).
     evi = gather(spec, cloud=cloud, instance=offer.instance_type if offer else None,
@@ -172,7 +194,7 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     if offer is not None and offer.ram_gib < c["checks"]["host_ram_min_x_gpu_memory"] * offer.gpu_memory_gib:
         warnings.append(f"host RAM {offer.ram_gib:g} GiB is below {c['checks']['host_ram_min_x_gpu_memory']}x "
                         f"GPU memory ({offer.gpu_memory_gib:g} GiB): dataloaders may swap")
-    rate, rate_src = costmod.reclaim_rate(spec, cloud)
+    rate, rate_src = costmod.reclaim_rate(spec, cloud, offer.instance_type if offer is not None else None)
     consts = {
         "planner_data_version": c["version"],
         "catalog_version": cat.version,
@@ -182,7 +204,8 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
                  "source": c["local"]["source"]}),
         "hbm_gbs_effective": hw.hbm_gbs, "peak_tflops": hw.peak_tflops,
         "gemm_efficiency": hw.utilisation, "hbm_efficiency": c["perf"]["hbm_efficiency"],
-        "step_overhead_seconds": step_overhead_seconds(hw.device),
+        "step_overhead_seconds": step_overhead_seconds(hw.device, spec.job.execution,
+                                                       assumed(spec.job).pipeline),
         "kernel_launch_seconds": c["perf"]["kernel_launch_seconds"][spec.job.execution],
         "execution": spec.job.execution, "gradient_dtype": spec.job.gradient_dtype,
         "embedding_overlap": spec.job.embedding_overlap,
@@ -228,7 +251,7 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
         throughput_samples_per_second=thr, duration_hours=hours, cost=cost,
         spot=spec.spot.enabled, dataloader_workers=workers, warnings=warnings, constants=consts,
         sharding=shard, throughput_model_samples_per_second=evi.throughput_model,
-        throughput_basis=evi.basis, startup=evi.startup, context=context)
+        throughput_basis=evi.basis, startup=evi.startup, context=context, stack=stack)
     uncertainty.apply(plan)
     if spec.budget.max_usd is not None:
         est = uncertainty.budget_usd(cost, spec.spot.enabled)

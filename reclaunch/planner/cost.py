@@ -28,11 +28,30 @@ def poisson_quantile(mean: float, q: float) -> int:
     return k
 
 
-def reclaim_rate(spec, cloud: str | None = None) -> tuple[float, str]:
+def reclaim_rate(spec, cloud: str | None = None, instance: str | None = None) -> tuple[float, str]:
+    """(expected reclaims per node-hour, its source): the spec's, else the middle of the
+    instance family's published bucket (the cloud's facts), else the cloud's one rate."""
+    mid, _, src = reclaim_rates(spec, cloud, instance)
+    return mid, src
+
+
+def reclaim_rates(spec, cloud: str | None = None, instance: str | None = None) -> tuple[float, float, str]:
+    """(middle, top) reclaims per node-hour of the instance's bucket, and the source: the P50
+    and mean use the middle, the P90 the top, so a bucket's width shows in the spot band."""
     if spec.spot.reclaim_rate_per_node_hour is not None:
-        return float(spec.spot.reclaim_rate_per_node_hour), "spec.spot.reclaim_rate_per_node_hour"
+        r = float(spec.spot.reclaim_rate_per_node_hour)
+        return r, r, "spec.spot.reclaim_rate_per_node_hour"
     c = constants()["spot"]
-    return float(c["reclaim_rate_per_node_hour"].get(cloud or spec.cloud, 0.0)), c["source"]
+    cloud = cloud or spec.cloud
+    band, by = c["reclaim_band"].get(cloud, (None, {}))
+    band = by.get(instance or "", band)
+    if band is None:
+        r = float(c["reclaim_rate_per_node_hour"].get(cloud, 0.0))
+        return r, r, c["source"]
+    month = float(c["hours_per_month"])
+    where = f"{instance}'s" if instance in by else f"{cloud}'s default"
+    return ((band[0] + band[1]) / 2 / month, band[1] / month,
+            f"{c['source']}: {where} bucket {band[0]:.0%}-{band[1]:.0%} interrupted per month")
 
 
 def storage_rate(kind: str, cloud: str) -> float:
@@ -53,12 +72,14 @@ def line_items(spec, hours: float, cloud: str | None = None) -> tuple[float, flo
     return cp, storage_rate(spec.storage.kind, cloud) * size_gib * months
 
 
-def spot_hours(spec, nodes: int, hours: float, cloud: str | None = None) -> tuple[float, float, float]:
+def spot_hours(spec, nodes: int, hours: float, cloud: str | None = None,
+               rate: float | None = None) -> tuple[float, float, float]:
     """(expected reclaims, hours lost per reclaim, mean total hours).
 
     Each reclaim stalls the whole cluster for the restart and redoes, on average, half a
     checkpoint interval. Lost time itself can be reclaimed, hence the geometric sum."""
-    rate, _ = reclaim_rate(spec, cloud)
+    if rate is None:
+        rate, _ = reclaim_rate(spec, cloud)
     loss_h = (spec.spot.restart_minutes + spec.job.checkpoint.every_minutes / 2.0) / 60.0
     lam = rate * nodes                      # reclaims per wall-clock hour of the cluster
     x = lam * loss_h
@@ -67,13 +88,15 @@ def spot_hours(spec, nodes: int, hours: float, cloud: str | None = None) -> tupl
 
 
 def spot_band(spec, nodes: int, hours: float, cloud: str, sp_h: float,
-              fixed: float) -> tuple[float, float, float, float]:
+              fixed: float, instance: str | None = None) -> tuple[float, float, float, float]:
     """(mean, P50, P90, expected reclaims) of the spot job's cost, all from one distribution:
     K ~ Poisson(lam) reclaims, each costing `loss_h` hours of the whole cluster (instances,
     control plane, storage). lam is the number of reclaims over the *expected* wall-clock time
     (the lost time can be reclaimed too: spot_hours' geometric sum), so the mean is E[cost]
-    of the same K the band's quantiles come from and P90 can never sit far below the mean."""
-    reclaims, loss_h, mean_h = spot_hours(spec, nodes, hours, cloud)
+    of the same K the band's quantiles come from and P90 can never sit far below the mean.
+    The P90 takes K at the top of the instance family's bucket (reclaim_rates)."""
+    mid, top, _ = reclaim_rates(spec, cloud, instance)
+    reclaims, loss_h, mean_h = spot_hours(spec, nodes, hours, cloud, mid)
     extra_h = max(mean_h - hours, 0.0)
     extra_cp, extra_st = line_items(spec, extra_h, cloud)
     mean = sp_h * mean_h + fixed + extra_cp + extra_st
@@ -85,8 +108,9 @@ def spot_band(spec, nodes: int, hours: float, cloud: str, sp_h: float,
     base = sp_h * hours + fixed
     q = constants()["spot"]
     p50 = base + poisson_quantile(reclaims, q["p50_quantile"]) * loss_h * per_h
-    p90 = base + poisson_quantile(reclaims, q["p90_quantile"]) * loss_h * per_h
-    return mean, p50, p90, reclaims
+    top_k = reclaims * (top / mid) if mid > 0 else reclaims
+    p90 = base + poisson_quantile(top_k, q["p90_quantile"]) * loss_h * per_h
+    return mean, p50, max(p90, p50), reclaims
 
 
 def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str],
@@ -121,7 +145,8 @@ def job_cost(spec, offer, nodes: int, hours: float, warnings: list[str],
     reclaims = 0.0
     if sp_h is not None:
         # The startup's billed instance hours are paid once, reclaims or not.
-        sp_total, p50, p90, reclaims = spot_band(spec, nodes, hours, cloud, sp_h, cp + storage + sp_h * up_billed)
+        sp_total, p50, p90, reclaims = spot_band(spec, nodes, hours, cloud, sp_h, cp + storage + sp_h * up_billed,
+                                                 offer.instance_type if offer is not None else None)
     elif spec.spot.enabled and offer is not None:
         warnings.append(f"no spot price for {offer.instance_type} in {offer.region}: spot cost "
                         "unknown (run `reclaunch catalog refresh`)")

@@ -47,22 +47,42 @@ def gather(spec, *, cloud: str, instance: str | None, gpus_per_node: int, nodes:
         cal_line = (ctx.host_note or "uncalibrated: planner.yaml `local:` assumptions, not this "
                     "host") + "; run `reclaunch calibrate` to measure this host"
         notes.append(f"cloud: local throughput is {cal_line}")
-    hit = None
+    w = None
     if ctx.measurements:   # the key hashes the model's JSON dump (~5 M instructions cold): only
         key = meas.key_for(spec, cloud=cloud, instance=instance, gpus_per_node=gpus_per_node,
                            nodes=nodes, sharding=meas.sharding_of(sharding), host_id=ctx.host_id)
-        hit = meas.match(ctx.measurements, key)   # against records, when there are any
-    if hit is not None:
-        src = "run" if hit.source == "run" else f"{hit.source}: run"
-        basis = {"kind": "measured", "source": f"{src} {hit.run} ({hit.steps} steps, "
-                 f"{hit.intervals} intervals)", "measured_at": hit.measured_at,
-                 "samples_per_s": hit.samples_per_s, "model_samples_per_s": throughput,
-                 "ratio_measured_to_model": hit.samples_per_s / throughput if throughput else None}
-        priced = hit.samples_per_s
-    else:
-        basis = {"kind": "model", "source": cal_line or "step-time model (planner.yaml perf)",
-                 "measured_at": ctx.host.measured_at if local and ctx.host is not None else None}
-        priced = throughput
+        hits = meas.matches(ctx.measurements, key)   # against records, when there are any
+        # Against a model with a basis (published runs, this host's calibration); the
+        # uncalibrated local model is assumptions, which any record of this host beats.
+        if hits and not (local and ctx.host is None):
+            far = [(h, why) for h in hits if (why := meas.too_far(h, throughput))]
+            notes.extend(why for _, why in far[-1:])
+            hits = [h for h in hits if all(h is not f for f, _ in far)]
+        w = meas.weigh(hits) if hits else None
+    basis = {"kind": "model", "source": cal_line or "step-time model (planner.yaml perf)",
+             "measured_at": ctx.host.measured_at if local and ctx.host is not None else None}
+    priced = throughput
+    if w is not None and w.samples_per_s is not None:
+        # Clean runs of this very shape price the plan: their median, their spread beside it.
+        last = w.clean[-1]
+        src = "run" if last.source == "run" else f"{last.source}: run"
+        basis = {"kind": "measured", "source": f"{len(w.clean)} clean run(s) of {len(w.runs)}, "
+                 f"median; newest {src} {last.run} ({last.steps} steps, {last.intervals} intervals)",
+                 "measured_at": last.measured_at, "samples_per_s": w.samples_per_s,
+                 "model_samples_per_s": throughput, "runs": len(w.runs), "clean_runs": len(w.clean),
+                 "spread": list(w.spread) if w.spread else None, "excluded": list(w.excluded),
+                 "ratio_measured_to_model": w.samples_per_s / throughput if throughput else None}
+        priced = w.samples_per_s
+    elif w is not None:
+        # Runs with reclaims, an unsteady rate or a loaded host do not replace the model alone:
+        # the model prices the plan, the runs stand beside it and widen its range.
+        rates = sorted(r.samples_per_s for r in w.runs)
+        seen = rates[len(rates) // 2]
+        basis["measured_runs"] = {"runs": len(w.runs), "samples_per_s": seen,
+                                  "excluded": list(w.excluded)}
+        notes.append(f"{len(w.runs)} measured run(s) of this shape, none clean ({w.excluded[-1]}"
+                     f"{'; ...' if len(w.excluded) > 1 else ''}): priced by the model, "
+                     f"the runs' {seen:,.0f} samples/s widen its range")
     st = timeline(spec, cloud, nodes, preflight=ctx.preflight,
                   measured_first_step_s=ctx.host.first_step_s if local and ctx.host is not None else None,
                   measured_at=ctx.host.measured_at[:10] if local and ctx.host is not None else None)

@@ -116,6 +116,7 @@ class StepTime:
     alltoall_seconds: float
     exposed_comm_seconds: float     # what overlap does not hide
     total_seconds: float
+    host_seconds: float = 0.0       # what the CPU issues per step (launches + host work)
 
 
 @dataclass(eq=False, repr=False)
@@ -179,6 +180,10 @@ class Plan:
     context: Any = field(default=None, repr=False)   # the PlanContext it was made with (not JSON)
     throughput_range: list[float] | None = None     # [P10, P90] samples/s (planner/uncertainty.py)
     duration_hours_range: list[float] | None = None
+    range_covers: list[str] = field(default_factory=list)   # what the P10-P90 ranges account for
+    # The training stack the figure assumes (planner/stack_view.py): name, how the spec said so,
+    # the knobs, and the other stack's figure when the spec is silent.
+    stack: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -213,6 +218,8 @@ class Plan:
             "throughput_basis": dict(self.throughput_basis),
             "startup": self.startup.to_json() if self.startup is not None else None,
             "throughput_range": self.throughput_range,
+            "range_covers": list(self.range_covers),
+            "stack": dict(self.stack),
             "duration_hours": self.duration_hours,
             "duration_hours_range": self.duration_hours_range,
             "cost": asdict(self.cost),

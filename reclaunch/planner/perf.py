@@ -1,22 +1,30 @@
 """Step time: the dense part by GEMM shape, kernel launches, collectives with latency; the
 embedding part (lookups vs HBM, all-to-all) comes per rank from sharding.py / shard_cost.py.
 
-Per step on one GPU (constants: data/planner.yaml perf, each sourced and dated; the free ones
+Per step on one GPU (constants: data/planner.yaml perf, each sourced and dated; the few free ones
 fitted to data/calibration.yaml by reclaunch/planner/fit.py):
-    fixed overhead                      step_overhead_seconds (optimizer step, loss, scheduling)
-    launches   (dense layers x kernels_per_dense_layer + tables x kernels_per_table)
-               x kernel_launch_seconds[execution]       (eager PyTorch vs CUDA graph / XLA)
-    GEMMs      per layer max(2mkn/(peak x gemm_efficiency), bytes moved / HBM), x3 for backward
-    elementwise  activations x passes / HBM (bias, activation, their gradients)
-    all-reduce   alpha(world) + ring bytes (gradient dtype) / busbw, hierarchical across nodes
-    overlap      job.embedding_overlap: full = max(embeddings + all-to-all, dense), else their sum
-    input        samples/s <= host vCPUs x input_gbs_per_vcpu / bytes per sample
+    device     what the GPU runs, one stream after the other:
+      GEMMs      per layer max(2mkn/(peak x gemm_efficiency), bytes moved / HBM), x3 for backward
+      elementwise  activations x passes / HBM (bias, activation, their gradients)
+      embeddings + all-to-all (shard_cost.py), overlapped with the dense part under
+                 job.embedding_overlap: full (the longer path counts), else added to it
+      all-reduce   alpha(world) + ring bytes (gradient dtype) / busbw, hierarchical across nodes,
+                 what dense backward does not hide
+    host       what the CPU issues: kernel launches x per-launch cost of the stack's execution
+               (eager: the framework's per-op dispatch; cuda_graph: one graph replay) + the
+               per-step host work (optimizer step call, loss, pipeline bookkeeping). Launches
+               are counted the way the stack issues them: dense layers, the fixed per-step
+               kernels, and one kernel group per embedding sharding group (fused TBE kernels,
+               spec/stacks.py) or one per table (per-feature framework ops).
+    step       max(device, host): the CPU runs ahead of the GPU until it is the slower one
+    input      samples/s <= host vCPUs x input_gbs_per_vcpu / bytes per sample
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from reclaunch.planner.constants import constants
 from reclaunch.planner.model import Comm, StepTime
@@ -88,7 +96,8 @@ def _act_bytes(precision: str) -> int:
 def dense_seconds(spec, hw: Hardware, dense) -> tuple[float, float]:
     """(dense forward + backward seconds, of which backward) per step on one GPU: GEMMs by
     shape (roofline of peak x gemm_efficiency and HBM traffic), the rest of the FLOPs (interaction)
-    at the same efficiency, elementwise passes over the activations, and kernel launches."""
+    at the same efficiency and elementwise passes over the activations. Launches are host work
+    (host_seconds)."""
     c = _p()
     b = float(spec.job.batch_size)
     mult = 1.0 + c["dense_backward_multiplier"]
@@ -110,22 +119,58 @@ def dense_seconds(spec, hw: Hardware, dense) -> tuple[float, float]:
     rest = max(dense.flops_fwd * b - gemm_flops, 0.0) * mult / peak
     elementwise = dense.act_width * b * ab * c["elementwise_passes"] / hbm
     compute = gemm_s + rest + elementwise
-    return compute + launch_seconds(spec, len(dense.gemms)), compute * c["dense_backward_multiplier"] / mult
+    return compute, compute * c["dense_backward_multiplier"] / mult
 
 
-def launch_seconds(spec, dense_layers: int) -> float:
-    """Kernel launches per step (dense layers and per-table lookup/optimizer/exchange kernels)
-    at the per-kernel cost of the job's execution mode."""
+class Host(NamedTuple):
+    """What the CPU issues per step: base_s whatever the sharding, per_group_s per embedding
+    kernel group (fused stacks; 0 for per-table stacks, whose launches are in base_s)."""
+
+    base_s: float
+    per_group_s: float
+    overlaps_device: bool     # a GPU runs while the CPU issues; a CPU process does both in turn
+
+    def seconds(self, groups: int) -> float:
+        return self.base_s + self.per_group_s * groups
+
+
+def host_work(spec, device: str, dense_layers: int) -> Host:
+    """Host seconds per step of the job's stack (spec/stacks.py): launches x the per-launch
+    cost of its execution mode + its per-step host work."""
+    from reclaunch.spec.stacks import assumed
+
+    if device == "cpu":   # cloud: local: one process computes and dispatches, in turn
+        return Host(float(constants()["local"]["step_overhead_seconds"]), 0.0, False)
     c = _p()
-    kernels = dense_layers * c["kernels_per_dense_layer"] + len(spec.model.tables) * c["kernels_per_table"]
-    return kernels * c["kernel_launch_seconds"][spec.job.execution]
+    st = assumed(spec.job)
+    per = float(c["kernel_launch_seconds"][spec.job.execution])
+    k = c["kernels"]
+    base = ((k["per_step"] + dense_layers * k["per_dense_layer"]) * per
+            + step_overhead_seconds(device, spec.job.execution, st.pipeline)
+            + in_thread_input_seconds(spec))
+    if st.embedding_kernels == "per_table":
+        return Host(base + len(spec.model.tables) * k["per_table"] * per, 0.0, True)
+    return Host(base, k["per_embedding_group"] * per, True)
 
 
-def step_overhead_seconds(device: str) -> float:
-    """Per-step work that does not scale with the batch (optimizer step, loss, host sync)."""
+def in_thread_input_seconds(spec) -> float:
+    """`job.num_workers: 0`: the training process builds every batch itself, between steps, on
+    one core (input_gbs_per_vcpu), instead of loader workers doing it beside the step."""
+    if spec.job.num_workers != 0:
+        return 0.0
+    from reclaunch.planner.memory import input_bytes_per_sample
+
+    per_sample = input_bytes_per_sample(spec.model) + 4     # + the label
+    return spec.job.batch_size * per_sample / (_p()["input_gbs_per_vcpu"] * 1e9)
+
+
+def step_overhead_seconds(device: str, execution: str = "eager", pipeline: str = "plain") -> float:
+    """Per-step host work besides launches: TorchRec's train pipeline whatever the execution
+    (its Python runs outside any captured graph), else the execution mode's."""
     if device == "cpu":
         return float(constants()["local"]["step_overhead_seconds"])
-    return float(_p()["step_overhead_seconds"])
+    key = "torchrec" if pipeline == "torchrec" else execution
+    return float(_p()["step_overhead_seconds"][key])
 
 
 def input_ceiling(spec, hw: Hardware, nodes: int) -> float | None:
@@ -162,10 +207,9 @@ def overlap_warning(spec) -> str | None:
 
 
 def step_time(spec, hw: Hardware, ev, dense_s: float, dense_ar_bytes: float, nodes: int,
-              gpus_per_node: int):
+              gpus_per_node: int, host: Host):
     """(StepTime, Comm, samples/s for the cluster) of the sharding evaluation `ev`
     (reclaunch.planner.sharding.Eval: the slowest rank's embedding work, the all-reduce)."""
-    c = constants()["perf"]
     job = spec.job
     world = nodes * gpus_per_node
     crit = ev.critical
@@ -173,13 +217,14 @@ def step_time(spec, hw: Hardware, ev, dense_s: float, dense_ar_bytes: float, nod
     ar_s = ev.ar_s
     path, a2a_exposed = embedding_path(emb_s, a2a_s, dense_s, job.embedding_overlap)
     exposed = ev.exposed_ar_s + a2a_exposed
-    total = path + ev.exposed_ar_s + step_overhead_seconds(hw.device)
+    total = ev.total       # max(device, host) as sharding.StepCtx.step rated it
     ceiling = input_ceiling(spec, hw, nodes)
     if ceiling is not None:
         total = max(total, world * job.batch_size / ceiling)
     step = StepTime(embedding_seconds=emb_s, dense_compute_seconds=dense_s,
                     allreduce_seconds=ar_s, alltoall_seconds=a2a_s,
-                    exposed_comm_seconds=exposed, total_seconds=total)
+                    exposed_comm_seconds=exposed, total_seconds=total,
+                    host_seconds=host.seconds(ev.groups))
     ar_bytes = dense_ar_bytes + ev.dp_bytes
     used = (2.0 * (world - 1) / world * ar_bytes / (ar_s * job.grad_accumulation) / GB
             if ar_s > 0 else (hw.intra_gbs if nodes == 1 else hw.inter_gbs))

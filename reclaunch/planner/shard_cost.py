@@ -49,10 +49,18 @@ class Ctx(NamedTuple):
     a2a_eff_inter: float
     budget: float                  # bytes per rank left for embedding shards
     device: str                    # "cuda" | "cpu": which sharding types can run
+    # Sharded tables' lookup bandwidth / hbm_gbs: 1 where the stack runs fused kernels (FBGEMM
+    # TBE), TorchRec's DENSE-kernel fraction where it runs one framework op per table
+    # (spec/stacks.py per_table: nn.Embedding / Keras layers, their optimizer apart).
+    kernel_fraction: float = 1.0
 
     @property
     def nodes(self) -> int:
         return max(1, self.world // max(self.gpus_per_node, 1))
+
+    @property
+    def sharded_gbs(self) -> float:
+        return self.hbm_gbs * self.kernel_fraction
 
 
 @dataclass(repr=False)   # eq: shard_search compares options
@@ -153,7 +161,7 @@ def options(ctx: Ctx, index: int, rows: int, dim: int, pooling: float, sequence:
     if W == 1:
         kinds = tuple(k for k in kinds if k in ("data_parallel", "table_wise"))
     if "table_wise" in kinds:
-        comp = _lookup_s(ctx, ids_w, out_w, dim, dim * ctx.out_bytes, ctx.hbm_gbs)
+        comp = _lookup_s(ctx, ids_w, out_w, dim, dim * ctx.out_bytes, ctx.sharded_gbs)
         send = _send_s(ctx, B * outs_per_sample * dim * ctx.out_bytes, G - 1, W - G,
                        ctx.a2a_eff_intra, ctx.a2a_eff_inter)
         io = ids_w * INDEX_BYTES + out_w * dim * ctx.out_bytes
@@ -164,7 +172,7 @@ def options(ctx: Ctx, index: int, rows: int, dim: int, pooling: float, sequence:
         while k <= min(sc["column_wise_max_shards"], W) and dim % k == 0 \
                 and dim // k >= sc["min_column_shard_dim"]:
             d = dim // k
-            comp = _lookup_s(ctx, ids_w, out_w, d, d * ctx.out_bytes, ctx.hbm_gbs)
+            comp = _lookup_s(ctx, ids_w, out_w, d, d * ctx.out_bytes, ctx.sharded_gbs)
             send = _send_s(ctx, B * outs_per_sample * d * ctx.out_bytes, G - 1, W - G,
                            ctx.a2a_eff_intra, ctx.a2a_eff_inter)
             io = ids_w * INDEX_BYTES + out_w * d * ctx.out_bytes
@@ -176,8 +184,8 @@ def options(ctx: Ctx, index: int, rows: int, dim: int, pooling: float, sequence:
         # Each rank looks up 1/W of the ids and writes partial sums for the whole global
         # batch, reduce-scattered forward and all-gathered backward (+ batched copy).
         out_bytes = out_w * dim * ctx.out_bytes
-        comp = (_lookup_s(ctx, ids_w / W, out_w, dim, dim * ctx.out_bytes, ctx.hbm_gbs)
-                + out_bytes * sc["batched_copy_factor"] / (ctx.hbm_gbs * GB))
+        comp = (_lookup_s(ctx, ids_w / W, out_w, dim, dim * ctx.out_bytes, ctx.sharded_gbs)
+                + out_bytes * sc["batched_copy_factor"] / (ctx.sharded_gbs * GB))
         send = _send_s(ctx, B * outs_per_sample * dim * ctx.out_bytes, G - 1, W - G, rs_eff, rs_eff)
         io = B * pooling * INDEX_BYTES + out_bytes
         out.append(Option(index, "row_wise", W, "all", comp, send,
@@ -186,8 +194,8 @@ def options(ctx: Ctx, index: int, rows: int, dim: int, pooling: float, sequence:
         # Row-wise inside one node (reduce-scatter over NVLink), then the node's G ranks
         # each send 1/G of the pooled outputs across nodes.
         out_bytes = out_w * dim * ctx.out_bytes
-        comp = (_lookup_s(ctx, ids_w / G, out_w, dim, dim * ctx.out_bytes, ctx.hbm_gbs)
-                + out_bytes * sc["batched_copy_factor"] / (ctx.hbm_gbs * GB))
+        comp = (_lookup_s(ctx, ids_w / G, out_w, dim, dim * ctx.out_bytes, ctx.sharded_gbs)
+                + out_bytes * sc["batched_copy_factor"] / (ctx.sharded_gbs * GB))
         per_peer = B * outs_per_sample * dim * ctx.out_bytes
         send = (_send_s(ctx, per_peer * W / G, G - 1, 0, rs_eff, rs_eff)
                 + _send_s(ctx, per_peer / G, 0, W - G, 1.0, ctx.a2a_eff_inter))

@@ -11,10 +11,11 @@ from reclaunch.errors import SpecError
 from reclaunch.planner.constants import constants, dtype_bytes
 from reclaunch.planner.memory import GIB, Fixed, table_bytes
 from reclaunch.planner.model import RankLoad, Sharding, TableShard
-from reclaunch.planner.perf import Hardware, collective_latency_seconds, step_overhead_seconds
+from reclaunch.planner.perf import Hardware, collective_latency_seconds, host_work
 from reclaunch.planner.shard_cost import Ctx, options
 from reclaunch.planner.shard_search import search
 from reclaunch.planner.sharding import Eval, StepCtx, TableIn, evaluate
+from reclaunch.spec.stacks import assumed
 from reclaunch.spec.sharders import (EC, MODULE_SHARDING, PIN, TORCHREC_VERSION, is_sequence,
                                      kernel_for, pin_problems)
 
@@ -33,7 +34,9 @@ def _ctx(spec, hw: Hardware, budget: float, nodes: int, gpn: int) -> Ctx:
                hbm_gbs=hw.hbm_gbs, stream_gbs=hw.stream, intra_gbs=hw.intra_gbs,
                inter_gbs=hw.inter_gbs, a2a_eff_intra=c["perf"]["alltoall_efficiency_intra"],
                a2a_eff_inter=c["perf"]["alltoall_efficiency_inter"], budget=float(budget),
-               device=hw.device)
+               device=hw.device,
+               kernel_fraction=(c["sharding"]["dense_kernel_bandwidth_fraction"]
+                                if assumed(job).embedding_kernels == "per_table" else 1.0))
 
 
 def tables_in(spec) -> list[TableIn]:
@@ -66,7 +69,7 @@ def _contexts(spec, hw: Hardware, fixed: Fixed, capacity: int, nodes: int, gpn: 
     ctx = _ctx(spec, hw, capacity - fixed.total, nodes, gpn)
     sc = StepCtx(dense_s=dense_s, dense_bwd_s=dense_bwd_s, dense_ar_bytes=dense_ar_bytes,
                  overlap=c["perf"]["allreduce_overlap_with_dense_backward"],
-                 overhead_s=step_overhead_seconds(hw.device),
+                 host=host_work(spec, hw.device, len(fixed.dense.gemms)),
                  grad_accum=spec.job.grad_accumulation,
                  latency_s=collective_latency_seconds(hw.device, nodes * gpn, nodes),
                  overlap_embedding=spec.job.embedding_overlap == "full")

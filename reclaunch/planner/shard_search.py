@@ -153,10 +153,15 @@ def _rater(ctx: Ctx, sc: StepCtx):
 
 
 def _better(e: Eval, ev: Eval) -> bool:
-    """Strictly better by a margin (no cycling on rounding)."""
+    """Strictly better by a margin (no cycling on rounding): a shorter step, or the same step
+    (the host bounds both) with a shorter GPU path."""
     if e.overflow < ev.overflow - 1.0:
         return True
-    return e.overflow <= ev.overflow and e.total < ev.total * (1 - 1e-6)
+    if e.overflow > ev.overflow:
+        return False
+    if e.total < ev.total * (1 - 1e-6):
+        return True
+    return e.total <= ev.total * (1 + 1e-9) and e.device < ev.device * (1 - 1e-6)
 
 
 def _fixed(cur: list[Option], ev: Eval, skip: int | None = None) -> dict[int, list[int]]:
@@ -203,8 +208,11 @@ def _swap(ctx, sc, per_table, cur, ev, width: int, rate):
         for alt in per_table[i]:
             if alt is cur[i]:
                 continue
-            if ev.overflow <= 0 and quick(ctx, sc, cur, ev, i, alt) >= ev.total * (1 - 1e-6):
-                continue
+            if ev.overflow <= 0:
+                total, device = quick(ctx, sc, cur, ev, i, alt)
+                if total >= ev.total * (1 - 1e-6) and not (
+                        total <= ev.total * (1 + 1e-9) and device < ev.device * (1 - 1e-6)):
+                    continue
             trial = cur[:i] + [alt] + cur[i + 1:]
             # inserted into the current placement first; re-placing everything if that fails
             e = rate(trial, _fixed(cur, ev, i))

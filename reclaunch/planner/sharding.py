@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from reclaunch.planner.constants import constants
 from reclaunch.planner.shard_cost import Ctx, Option, options
-from reclaunch.planner.perf import hierarchical_allreduce_seconds
+from reclaunch.planner.perf import Host, hierarchical_allreduce_seconds
 from reclaunch.spec.sharders import EBC, EC, MODULE_SHARDING, PIN, kernel_for  # noqa: F401
 
 KINDS = MODULE_SHARDING[EBC]   # every type the planner rates: the bag sharder takes them all
@@ -38,16 +38,30 @@ class StepCtx(NamedTuple):
     dense_bwd_s: float
     dense_ar_bytes: float
     overlap: float
-    overhead_s: float
+    host: Host                    # what the CPU issues per step (planner/perf.py host_work)
     grad_accum: int
     latency_s: float              # per collective
     overlap_embedding: bool = False   # job.embedding_overlap: full (planner/perf.py embedding_path)
 
-    def step(self, sparse_s: float, exposed_ar_s: float, latency_s: float) -> float:
-        """Step seconds for the critical rank's embedding work + all-to-all `sparse_s`."""
+    def device(self, sparse_s: float, exposed_ar_s: float, latency_s: float) -> float:
+        """The GPU's path: the critical rank's embedding work + all-to-all `sparse_s`, the
+        dense part beside or after it, the all-reduce dense backward does not hide."""
         path = sparse_s + latency_s
         path = max(path, self.dense_s) if self.overlap_embedding else path + self.dense_s
-        return path + exposed_ar_s + self.overhead_s
+        return path + exposed_ar_s
+
+    def step(self, sparse_s: float, exposed_ar_s: float, latency_s: float, groups: int) -> float:
+        """Step seconds, with `groups` embedding kernel groups to launch: the device's path, or
+        the host's when the CPU cannot issue the step's kernels as fast as the GPU runs them."""
+        device = self.device(sparse_s, exposed_ar_s, latency_s)
+        host = self.host.seconds(groups)
+        return max(device, host) if self.host.overlaps_device else device + host
+
+
+def groups_of(kinds: dict[str, int], dp_tables: int) -> int:
+    """Embedding kernel groups a fused stack launches: one per sharding type in use (TorchRec
+    groups tables by sharding type and compute kernel), the data-parallel tables one more."""
+    return sum(1 for v in kinds.values() if v > 0) + (1 if dp_tables > 0 else 0)
 
 
 class TableIn(NamedTuple):   # a NamedTuple like StepCtx
@@ -80,10 +94,16 @@ class Eval:
     send: list[float] = field(default_factory=list)    # seconds each rank sends (uniform incl.)
     recv: float = 0.0                                   # pooled bytes each rank receives
     kinds: dict[str, int] = field(default_factory=dict)  # non-DP sharding groups in use
+    dp_tables: int = 0                                   # data-parallel tables
+    device: float = 0.0       # the GPU's path alone: what tells plans apart when the host bounds
 
     @property
-    def key(self) -> tuple[float, float]:
-        return (self.overflow, self.total)
+    def key(self) -> tuple[float, float, float]:
+        return (self.overflow, self.total, self.device)
+
+    @property
+    def groups(self) -> int:
+        return groups_of(self.kinds, self.dp_tables)
 
 
 def _place(ctx: Ctx, opts: list[Option], budget_left: float, by_mem: bool,
@@ -165,10 +185,13 @@ def evaluate(ctx: Ctx, sc: StepCtx, opts: list[Option],
     W, G = ctx.world, ctx.gpus_per_node
     u_comp = u_send = u_mem = recv = dp_bytes = 0.0
     kinds: dict[str, int] = {}
+    dp_tables = 0
     for o in opts:
         recv += o.recv_bytes
         if o.kind != "data_parallel":
             kinds[o.kind] = kinds.get(o.kind, 0) + 1
+        else:
+            dp_tables += 1
         if o.scope == "all":
             u_comp += o.compute_s + o.dp_opt_s
             u_send += o.send_s
@@ -193,11 +216,11 @@ def evaluate(ctx: Ctx, sc: StepCtx, opts: list[Option],
     crit = loads.index(max(loads))
     ar, exposed = _allreduce(ctx, sc, dp_bytes)
     lat = _latency(ctx, sc, kinds)
-    total = sc.step(comp[crit] + comm[crit], exposed, lat)
+    total = sc.step(comp[crit] + comm[crit], exposed, lat, groups_of(kinds, dp_tables))
     rank_lists = [ranks.get(o.table, list(range(W)) if o.scope == "all" else [])
                   for o in opts]
     return Eval(over, total, comp, comm, mem, rank_lists, crit, ar, exposed, lat, dp_bytes,
-                send, recv, kinds)
+                send, recv, kinds, dp_tables, sc.device(comp[crit] + comm[crit], exposed, lat))
 
 
 def _recv_seconds(ctx: Ctx, recv: float) -> float:
@@ -225,9 +248,9 @@ def _latency(ctx: Ctx, sc: StepCtx, kinds: dict[str, int]) -> float:
     return n * constants()["sharding"]["collectives_per_group"] * sc.latency_s if ctx.world > 1 else 0.0
 
 
-def quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Option) -> float:
-    """Step time if table i alone moved to `alt`, the others staying where they are (memory
-    not checked): a cheap screen before a full re-partition confirms a move."""
+def quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Option) -> tuple[float, float]:
+    """(step, device path) if table i alone moved to `alt`, the others staying where they are
+    (memory not checked): a cheap screen before a full re-partition confirms a move."""
     W, G = ctx.world, ctx.gpus_per_node
     old = cur[i]
     # The same float operations per rank, in list comprehensions (a generator resumes a frame
@@ -256,11 +279,15 @@ def quick(ctx: Ctx, sc: StepCtx, cur: list[Option], ev: Eval, i: int, alt: Optio
     recv_s = _recv_seconds(ctx, ev.recv - old.recv_bytes + alt.recv_bytes)
     _, exposed = _allreduce(ctx, sc, ev.dp_bytes - old.dp_bytes + alt.dp_bytes)
     kinds = dict(ev.kinds)
+    dp = ev.dp_tables
     for o, d in ((old, -1), (alt, 1)):
         if o.kind != "data_parallel":
             kinds[o.kind] = kinds.get(o.kind, 0) + d
+        else:
+            dp += d
     load = max([c + (x if x > recv_s else recv_s) for c, x in zip(comp, send)])
-    return sc.step(load, exposed, _latency(ctx, sc, kinds))
+    lat = _latency(ctx, sc, kinds)
+    return sc.step(load, exposed, lat, groups_of(kinds, dp)), sc.device(load, exposed, lat)
 
 
 def kinds_for(ctx: Ctx, t: TableIn) -> tuple[str, ...]:

@@ -67,6 +67,22 @@ def _fmt_gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
+def provision_timeout(target: str) -> tuple[float, str] | None:
+    """(seconds, source): how long the target's cluster autoscaler waits for a Ready node before
+    it tries its next pool (the stack configures the autoscaler with it); None: not set here."""
+    t = (startup_data()["targets"].get(target) or {}).get("provision_timeout")
+    return (float(t["seconds"]), str(t["source"]).strip()) if t else None
+
+
+def _fallback_note(spec, target: str) -> tuple[str, ...]:
+    timeout = provision_timeout(target)
+    if not (timeout and spec.spot.enabled and spec.spot.fallback == "on-demand"):
+        return ()
+    return (f"a spot replacement the spot pool cannot fill moves to the on-demand pool when the "
+            f"cloud refuses the launch, or after {timeout[0] / 60:g} min without a Ready node "
+            "(the autoscaler's max-node-provision-time)",)
+
+
 def timeline(spec, target: str | None = None, nodes: int | None = None, *,
              preflight: bool = False, measured_first_step_s: float | None = None,
              measured_at: str | None = None) -> Startup:
@@ -89,8 +105,9 @@ def timeline(spec, target: str | None = None, nodes: int | None = None, *,
         for s in t.get("steps") or []:
             secs = float(s["seconds"]) + float(s.get("per_node", 0)) * max(0, nodes - 1)
             steps.append(Step(s["name"], secs, bool(s["billed"]), str(s["source"]).strip()))
+    notes = _fallback_note(spec, target)
     if t.get("image", True) is False:
-        return Startup(tuple(steps), str(d["version"]))
+        return Startup(tuple(steps), str(d["version"]), notes)
     before_join = sum(s.seconds for s in steps)
     fs = d["storage"].get(spec.storage.kind, {"seconds": 0, "source": "no data for this kind"})
     beyond = max(0.0, float(fs["seconds"]) - before_join)
@@ -108,4 +125,4 @@ def timeline(spec, target: str | None = None, nodes: int | None = None, *,
     if preflight:
         pf = d["preflight"]
         steps.append(Step("NCCL preflight", float(pf["seconds"]), True, str(pf["source"]).strip()))
-    return Startup(tuple(steps), str(d["version"]))
+    return Startup(tuple(steps), str(d["version"]), notes)

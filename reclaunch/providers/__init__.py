@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # The Provider API (providers/api.py: the protocols; UpOptions, JobStatus), importable from
 # here as before but loaded on first use: `plan` imports this package for planning_catalog
-# and needs none of them (4 ms of dataclass, enum and protocol classes at start-up).
+# and needs none of them (dataclass, enum and protocol classes it would build at start-up).
 _API = {"Provider": "reclaunch.providers.api", "ListsClusters": "reclaunch.providers.api",
         "Adoptable": "reclaunch.providers.api", "Preemptible": "reclaunch.providers.api",
         "UpOptions": "reclaunch.providers.options", "JobStatus": "reclaunch.runtime.states"}

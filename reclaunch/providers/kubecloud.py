@@ -55,6 +55,10 @@ class CloudSpec:
     # "module:function" giving the "needs a person" list at `up`, when the cloud must be asked
     # for part of it (Azure: encryption at host); "" = the pure stacks.<cloud> list.
     prerequisites: str = ""
+    # "module:function" (plan -> lines): storage the stack would create that already exists and
+    # is not this cluster's (a bucket the user owns); `up` refuses on any, before it creates
+    # anything, so `down` never deletes it. "" = none to check.
+    foreign_storage: str = ""
 
 
 def classify(errors: list[tuple[str, str]], text: str) -> str | None:
@@ -135,11 +139,21 @@ class KubeCloudProvider:
         return resolve(plan, offered, where=f"{self.cloud.name} in {plan.region}")
 
     def _prerequisites(self, plan: "Plan") -> list[str]:
+        from stacks.versions import person_lines   # an add-on pin holding the minor back
+
         if not self.cloud.prerequisites:
-            return _prerequisites(plan)
+            return [*_prerequisites(plan), *person_lines(plan)]
         import importlib
 
         mod, _, fn = self.cloud.prerequisites.partition(":")
+        return [*getattr(importlib.import_module(mod), fn)(plan), *person_lines(plan)]
+
+    def _foreign_storage(self, plan: "Plan") -> list[str]:
+        if not self.cloud.foreign_storage:
+            return []
+        import importlib
+
+        mod, _, fn = self.cloud.foreign_storage.partition(":")
         return getattr(importlib.import_module(mod), fn)(plan)
 
     def _program(self, plan: "Plan") -> Callable[[], None]:
@@ -166,6 +180,12 @@ class KubeCloudProvider:
         from reclaunch.runtime import lifecycle
         o = options or UpOptions()
         self.check_ready(plan)
+        taken = self._foreign_storage(plan)
+        if taken:
+            from reclaunch.errors import UsageError
+            raise UsageError(f"refusing to start: {'; '.join(taken)}",
+                             hint="name a new bucket, or keep yours and use it as your own "
+                                  "(storage.kind: none with the same job.checkpoint.path)")
         env = self.env(o.backend)
         text = open(o.spec_path).read() if o.spec_path and os.path.exists(o.spec_path) else None
         from reclaunch.runtime.backend import redact   # the journal never holds credentials

@@ -35,6 +35,8 @@ def resolve(plan: "Plan", offered: Callable[["Plan"], list[str]], *, where: str,
         answer = None
     if answer:
         chosen = versions.choose(plan, answer, where=where)
+        for line in versions.held_back(plan, chosen, answer):
+            log.warning("%s", line)
     else:
         chosen = versions.fallback(plan, on=today())
     return {f"reclaunch:{versions.CONFIG_KEY}": chosen}

@@ -49,7 +49,8 @@ def plan_extra(plan: "Plan") -> dict[str, Any]:
     return {"total_samples": float(job.dataset.samples) * float(job.dataset.epochs),
             "global_batch": job.batch_size * job.grad_accumulation * plan.world_size,
             "planned_usd": headline_usd(plan.cost, plan.spot),
-            "planned_samples_per_s": plan.throughput_samples_per_second}
+            "planned_samples_per_s": plan.throughput_samples_per_second,
+            "planned_hours": plan.duration_hours}
 
 
 def measured_projection(rec: "ClusterRecord", spend: float, samples_per_s: float | None,

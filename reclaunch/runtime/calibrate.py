@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 import subprocess
@@ -92,33 +93,63 @@ def cache_path() -> Path:
     return root() / "calibration" / "host.json"
 
 
+# What a host.json written by `calibrate` can hold; anything outside is damage or a forgery, and
+# means "uncalibrated", never a plan of "duration nan h" or a 300-digit rate. A reference step of
+# the tiny reference job takes milliseconds on any CPU (tens of microseconds would be 1000x the
+# fastest one measured); one of an hour is a stalled run.
+MAX_CACHE_BYTES = 1 << 20
+MAX_POINTS = 16
+STEP_S = (1e-4, 3600.0)
+MAX_FIRST_STEP_S = 86_400.0
+
+
+def _seconds(v: Any, lo: float, hi: float) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi
+
+
 def from_doc(doc: Any) -> HostCalibration:
     """host.json -> HostCalibration; ValueError naming the field that is wrong."""
+    from reclaunch.planner.calibration import reference_spec
+    from reclaunch.planner.records import MAX_SAMPLES_PER_S, when_of
+
     if not isinstance(doc, dict) or doc.get("version") != VERSION:
         raise ValueError(f"version: expected {VERSION}")
     pts = doc.get("points")
-    if not isinstance(pts, list) or not pts:
-        raise ValueError("points: expected a non-empty list")
+    if not isinstance(pts, list) or not 1 <= len(pts) <= MAX_POINTS:
+        raise ValueError(f"points: expected a list of 1 to {MAX_POINTS}")
     points = []
     for i, p in enumerate(pts):
         if not isinstance(p, dict) or not isinstance(p.get("spec_doc"), dict):
             raise ValueError(f"points[{i}].spec_doc: expected a cluster.yaml document")
+        try:
+            if not reference_spec(p["spec_doc"]).runs_here:
+                raise ValueError("not a cloud: local job")
+        except Exception as exc:   # noqa: BLE001 - SpecError, a YAML dump of odd values
+            raise ValueError(f"points[{i}].spec_doc: {str(exc).splitlines()[0][:200]}") from None
         s = p.get("step_s")
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 < s < 3600:
-            raise ValueError(f"points[{i}].step_s: expected seconds > 0")
-        points.append(Point(spec_doc=p["spec_doc"], step_s=float(s), samples_per_s=p.get("samples_per_s")))
+        if not _seconds(s, *STEP_S):
+            raise ValueError(f"points[{i}].step_s: expected seconds from {STEP_S[0]:g} to {STEP_S[1]:g}")
+        rate = p.get("samples_per_s")
+        if rate is not None and not _seconds(rate, 1e-9, MAX_SAMPLES_PER_S):
+            raise ValueError(f"points[{i}].samples_per_s: expected null or samples/s up to {MAX_SAMPLES_PER_S:g}")
+        points.append(Point(spec_doc=p["spec_doc"], step_s=float(s),
+                            samples_per_s=None if rate is None else float(rate)))
     first = doc.get("first_step_s")
-    if first is not None and (isinstance(first, bool) or not isinstance(first, (int, float)) or first < 0):
-        raise ValueError("first_step_s: expected seconds >= 0 or null")
+    if first is not None and not _seconds(first, 0.0, MAX_FIRST_STEP_S):
+        raise ValueError(f"first_step_s: expected seconds from 0 to {MAX_FIRST_STEP_S:g}, or null")
     for k in ("host_id", "measured_at"):
-        if not isinstance(doc.get(k), str):
+        if not isinstance(doc.get(k), str) or len(doc[k]) > 64:
             raise ValueError(f"{k}: expected a string")
-    if not isinstance(doc.get("identity"), dict):
+    when = when_of(doc["measured_at"])
+    if when is None or when > host.latest_plausible():
+        raise ValueError("measured_at: expected an ISO 8601 time, not in the future")
+    ident = doc.get("identity")
+    if not isinstance(ident, dict) or len(ident) > 32 or len(json.dumps(ident)) > 4096:
         raise ValueError("identity: expected an object")
-    return HostCalibration(host_id=doc["host_id"], identity=doc["identity"],
+    return HostCalibration(host_id=doc["host_id"], identity=ident,
                            measured_at=doc["measured_at"], points=tuple(points),
                            first_step_s=float(first) if first is not None else None,
-                           trainer=str(doc.get("trainer", "")))
+                           trainer=str(doc.get("trainer", ""))[:4096])
 
 
 def to_doc(cal: HostCalibration) -> dict[str, Any]:
@@ -131,13 +162,18 @@ def to_doc(cal: HostCalibration) -> dict[str, Any]:
 
 def load_for_this_host(path: Path | None = None) -> tuple[HostCalibration | None, str | None]:
     """(the cached calibration, None) when it was made on this host, else (None, why not)."""
+    from reclaunch.home import DamagedState, read_state_file
+
     path = path or cache_path()
-    if not path.exists():
-        return None, "uncalibrated (no host calibration yet)"
-    try:
-        cal = from_doc(json.loads(path.read_text()))
-    except (OSError, ValueError) as exc:
-        return None, f"uncalibrated ({path} is unreadable: {exc})"
+    try:   # bounded and non-blocking: a FIFO or a link to /dev/zero is damage, not a hang
+        data = read_state_file(path, MAX_CACHE_BYTES)
+        if data is None:
+            return None, "uncalibrated (no host calibration yet)"
+        cal = from_doc(json.loads(data))
+    except DamagedState as exc:
+        return None, f"uncalibrated ({exc.message})"
+    except (ValueError, RecursionError) as exc:
+        return None, f"uncalibrated ({path} is unreadable: {str(exc)[:300]})"
     ident = identity()
     if cal.host_id != host_id(ident):
         changed = [k for k in ident if cal.identity.get(k) != ident[k]]
@@ -161,7 +197,20 @@ def save(cal: HostCalibration, path: Path | None = None) -> Path:
 # ------------------------------------------------------------------ running it
 
 def trainer_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "examples" / "trainer" / "train.py"
+    """The reference trainer: examples/trainer/train.py of a checkout, else the copy an
+    installed wheel carries as reclaunch._trainer (pyproject package-dir)."""
+    checkout = Path(__file__).resolve().parents[2] / "examples" / "trainer" / "train.py"
+    if checkout.is_file():
+        return checkout
+    try:
+        from importlib import resources
+
+        packaged = Path(str(resources.files("reclaunch._trainer").joinpath("train.py")))
+        if packaged.is_file():
+            return packaged
+    except ModuleNotFoundError:
+        pass
+    return checkout
 
 
 def run_reference(doc: dict[str, Any], trainer: Path, *, timeout: float = RUN_TIMEOUT_S) -> dict[str, Any]:
@@ -226,7 +275,8 @@ def calibrate(*, trainer: Path | None = None, batches=REFERENCE_BATCHES,
 
     from reclaunch.errors import MissingExtraError
 
-    trainer = trainer or trainer_path()
+    # Absolute: the runs start in a temporary directory, where a relative path names nothing.
+    trainer = (trainer or trainer_path()).resolve()
     if runner is None:
         if importlib.util.find_spec("torch") is None:
             raise MissingExtraError("torch", "local")

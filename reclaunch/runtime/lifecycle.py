@@ -28,12 +28,12 @@ from reclaunch.manifests.launch import Launch, build_launch
 from reclaunch.runtime.kube import job_state
 from reclaunch.runtime.states import JOB_STATES, JobStatus
 from reclaunch.runtime.variants import variant  # noqa: F401  (up's fallback; kubecloud)
+from reclaunch.spec.buckets import created_bucket
 from reclaunch.tags import CLUSTER_TAG, PYTORCHJOB_API
 from reclaunch.ui.lifecycle import engine_progress, show_fallback
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
-
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def record_for(plan: "Plan", *, backend: str | None = None, spec_path: str | Non
         teardown_when=s.teardown.when, keep_on_failure=s.teardown.keep_on_failure,
         idle_minutes=s.teardown.idle_minutes, max_usd=s.budget.max_usd, backend=backend,
         spec_path=spec_path, spec_text=spec_text,
-        extra={**plan_extra(plan), "measurement_key": measurement_key(plan)})
+        extra={**plan_extra(plan), "measurement_key": measurement_key(plan), "bucket": created_bucket(s)})
 
 
 class _Step:
@@ -147,7 +147,8 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
     if unplaced:
         raise PlanError(f"refusing to start: not every pod can be scheduled: {unplaced}",
                         hint="`reclaunch preview` lists each pod, its pool and why")
-    if not _confirm(env, f"Create {plan.name} and start training?", yes):
+    made = created_bucket(plan.spec)   # named: `down` deletes it
+    if not _confirm(env, f"Create {plan.name}{f' and the bucket {made}' if made else ''} and start training?", yes):
         return _status_obj(plan.name, plan.cloud, "Pending", "not confirmed; nothing created")
 
     journal = Journal(plan.name, clock=env.clock)
@@ -273,7 +274,7 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
             env.sleep(env.poll_seconds)
             continue
         journal.write("watch", "ok", action=action, message=reason or "stopped watching")
-        from reclaunch.runtime.measurements import record_cloud_job
+        from reclaunch.runtime.observe import record_cloud_job
         record_cloud_job(rec, env)   # the job's measured samples/s, for the next `plan`
         if action == "stop":
             try:
@@ -329,8 +330,9 @@ def teardown(rec: ClusterRecord, env: Env, journal: Journal, *, reason: str,
 def down(name: str, env: Env, *, yes: bool = False, keep_storage: bool = False) -> None:
     journal = Journal(name, clock=env.clock)
     rec = journal.record()
+    made = None if keep_storage else (rec.extra or {}).get("bucket")
     if not _confirm(env, f"Destroy {name} ({rec.cloud} {rec.region})"
-                         f"{' but keep its storage' if keep_storage else ''}?", yes):
+                         f"{' but keep its storage' if keep_storage else f' and the bucket {made}' if made else ''}?", yes):
         return
     journal.write("down", "start")
     teardown(rec, env, journal, reason="reclaunch down", keep_storage=keep_storage)

@@ -25,12 +25,15 @@ class NoMetrics(ReclaunchError):
 
 def plan_for(name: str) -> "Plan | None":
     """The cluster's plan, re-made from the spec its journal record saved (text first, then
-    the file it came from). None when neither is there: diagnose then shows measured only."""
+    the file it came from) with what `plan` reads besides the spec (this host's calibration,
+    measured runs of the shape, this run's own records left out: a run is not compared with
+    itself). None when neither is there: diagnose then shows measured only."""
     from pathlib import Path
 
     from reclaunch.errors import SpecError
     from reclaunch.planner import make_plan
     from reclaunch.runtime.journal import Journal
+    from reclaunch.runtime.measurements import plan_context
     from reclaunch.spec import load_spec, parse_spec
 
     try:
@@ -43,14 +46,38 @@ def plan_for(name: str) -> "Plan | None":
             return None
         if spec.name != name:   # the file was edited into another cluster since `up`
             return None
-        return make_plan(spec)
+        ctx = plan_context(spec)
+        ctx = ctx._replace(measurements=tuple(m for m in ctx.measurements if m.run != name))
+        return make_plan(spec, context=ctx)
     except (SpecError, ReclaunchError, OSError):
         return None
 
 
-def facts_for(plan: "Plan | None") -> "PlanFacts | None":
+def printed_for(name: str) -> dict[str, float]:
+    """The figures `up` printed and priced for this cluster (its journal record): what status
+    and diagnose compare a run with. {} when the record has none (an older journal)."""
+    import math
+
+    from reclaunch.runtime.journal import Journal
+
+    try:
+        extra = Journal(name).record().extra or {}
+    except (ReclaunchError, OSError, ValueError, TypeError):
+        return {}
+    out = {}
+    for k in ("planned_samples_per_s", "planned_usd", "planned_hours"):
+        v = extra.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+            out[k] = float(v)
+    return out
+
+
+def facts_for(plan: "Plan | None", printed: dict[str, float] | None = None) -> "PlanFacts | None":
+    """PlanFacts of the re-made plan, with the figures `up` printed where the journal has them."""
     if plan is None:
         return None
+    from dataclasses import replace
+
     from reclaunch.manifests.job import fabric_profile
     from reclaunch.runtime.budget import usd_per_hour
     from reclaunch.runtime.diagnose import facts_from_plan
@@ -59,7 +86,15 @@ def facts_for(plan: "Plan | None") -> "PlanFacts | None":
         profile = fabric_profile(plan)
     except ReclaunchError:
         profile = None
-    return facts_from_plan(plan, usd_per_hour(plan), profile)
+    facts = facts_from_plan(plan, usd_per_hour(plan), profile)
+    p = printed or {}
+    if "planned_samples_per_s" in p:
+        sps = p["planned_samples_per_s"]
+        facts = replace(facts, samples_per_s=sps,   # the step as printed: the same batch at that rate
+                        step_s=facts.step_s * facts.samples_per_s / sps if facts.samples_per_s else facts.step_s,
+                        planned_usd=p.get("planned_usd", facts.planned_usd),
+                        duration_hours=p.get("planned_hours", facts.duration_hours))
+    return facts
 
 
 def pod_lines(name: str, env: Any, *, tail_lines: int | None = None) -> Iterator[str]:
@@ -77,6 +112,17 @@ def pod_lines(name: str, env: Any, *, tail_lines: int | None = None) -> Iterator
     kube = env.kube_for(env.infra.outputs(name))
     for pod in kube.pods(rec.namespace, rec.job_name):
         yield from kube.logs(rec.namespace, pod["name"], tail_lines=tail_lines)
+
+
+def record_cloud_job(rec, env) -> Any:
+    """At the end of a watched cloud job: every pod's log lines -> its measurement record
+    (runtime/measurements.py). Never raises."""
+    try:
+        from reclaunch.runtime.measurements import record_run
+
+        return record_run((rec.extra or {}).get("measurement_key"), pod_lines(rec.name, env), rec.name)
+    except Exception:  # noqa: BLE001 - logs gone with the cluster, an API error: no record
+        return None
 
 
 def job_lines(provider: Any, name: str) -> Iterator[str]:
@@ -104,7 +150,7 @@ def diagnose_cluster(name: str, provider: Any) -> "Diagnosis":
                         hint="the trainer prints one per logging interval and rank; wait for the "
                              f"first interval (`reclaunch logs {name} -f`), or check that the job "
                              "runs a trainer that reports them (examples/trainer)")
-    return diagnose(name, m, facts_for(plan_for(name)))
+    return diagnose(name, m, facts_for(plan_for(name), printed_for(name)))
 
 
 def failed_before_metrics(provider: Any, name: str) -> str | None:
@@ -131,7 +177,7 @@ def measured_brief(name: str, provider: Any) -> dict[str, Any] | None:
         m = measure_lines(recent(name, rank=0) if recent else provider.logs(name, rank=0))
         if m is None:
             return None
-        facts = facts_for(plan_for(name))
+        facts = facts_for(plan_for(name), printed_for(name))
         out: dict[str, Any] = {"samples_per_s": m.samples_per_s, "step": m.step,
                                "finished": m.finished}
         if facts is not None:

@@ -5,7 +5,9 @@ recorder that keeps what the program asked for. The result is a list of plain di
 `--json` output) that users review and tests assert on:
 
     {"type", "name", "taggable": "tags"|"labels"|"resource_labels"|None, "tags",
-     "key": {instance type, capacity, min/max, placement, ...}, "inputs"}
+     "key": {instance type, capacity, min/max, placement, ...}, "inputs",
+     "urn", "parent", "provider", "depends_on", "deleted_with", "import_id",
+     "retain_on_delete", "engine": [what the real engine or the cloud's API would refuse]}
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import threading
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable
 
 from reclaunch import clouds
 from reclaunch.errors import UsageError, require
+from reclaunch.runtime.sdk_enums import violations
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -55,6 +59,13 @@ def _get(d: Any, dotted: str) -> Any:
 
 
 
+def sdk_package(typ: str) -> str | None:
+    """The Python package of a type token's SDK (each cloud's facts, preview.sdk_packages)."""
+    prefix = typ.split(":", 1)[0]
+    return next((f.preview.sdk_packages[prefix] for f in clouds.all_facts()
+                 if prefix in f.preview.sdk_packages), None)
+
+
 @lru_cache(maxsize=512)
 def tag_field(typ: str) -> str | None:
     """Which input of this resource type holds cloud tags/labels (None: not taggable)."""
@@ -64,8 +75,7 @@ def tag_field(typ: str) -> str | None:
     if typ in nested:
         return nested[typ]
     parts = typ.split(":")
-    pkg = next((f.preview.sdk_packages[parts[0]] for f in clouds.all_facts()
-                if parts[0] in f.preview.sdk_packages), None)
+    pkg = sdk_package(typ)
     if not pkg or len(parts) != 3:
         return None
     try:
@@ -96,31 +106,101 @@ def _call(token: str, args: dict, plan: "Plan") -> dict:
 
 
 def preview(plan: "Plan", *, program: Callable[["Plan"], None], extra: str) -> list[dict[str, Any]]:
-    """Run the stack `program(plan)` under mocks; one dict per resource, in order.
+    """Run the stack `program(plan)` under mocks; one dict per resource, in registration order.
 
     The caller names the program and its pip extra (providers.preview_plan: the cloud's CloudSpec).
+    Each dict also says where the resource sits in the engine's graph (urn, parent, provider,
+    depends_on, import_id, retain_on_delete) and, under `engine`, every rule of the real engine
+    or the cloud's API it breaks that the mocks let through (stacks/policy.py turns those into
+    findings, so `reclaunch preview` exits 1 on them).
     """
     pulumi = require("pulumi", extra)
+    from pulumi.runtime.mocks import MockMonitor
 
     recorded: list[dict[str, Any]] = []
+    graph = EngineGraph(project="reclaunch", stack=plan.name)
+    local = threading.local()            # the registration being answered, per SDK thread
 
     class Recorder(pulumi.runtime.Mocks):
         def new_resource(self, args):
-            if args.typ != "pulumi:pulumi:Stack":
+            if args.typ != ROOT_TYPE:
                 recorded.append({"type": args.typ, "name": args.name,
-                                 "inputs": dict(args.inputs)})
+                                 "inputs": dict(args.inputs), **local.placed})
             state = {**args.inputs, **_computed(args.typ, args.name, args.inputs, plan)}
             return f"{args.name}-id", state
 
         def call(self, args):
             return _call(args.token, args.args, plan)
 
-    # Only Pulumi's documented unit-testing API: set_mocks, then @pulumi.runtime.test, which
-    # clears the RPC state, runs the program and waits for every registration to settle.
-    # (https://www.pulumi.com/docs/using-pulumi/testing/unit/)
-    pulumi.runtime.set_mocks(Recorder(), project="reclaunch", stack=plan.name, preview=False)
+    class Monitor(MockMonitor):
+        def RegisterResource(self, request):
+            local.placed = graph.place(request, self.make_urn(request.parent, request.type,
+                                                              request.name))
+            return super().RegisterResource(request)
+
+    # Only Pulumi's documented unit-testing API: set_mocks (with its `monitor` argument), then
+    # @pulumi.runtime.test, which clears the RPC state, runs the program and waits for every
+    # registration to settle (https://www.pulumi.com/docs/using-pulumi/testing/unit/).
+    mocks = Recorder()
+    pulumi.runtime.set_mocks(mocks, project="reclaunch", stack=plan.name, preview=False,
+                             monitor=Monitor(mocks))
     pulumi.runtime.test(lambda: program(plan))()
     return [_describe(r) for r in recorded]
+
+
+ROOT_TYPE = "pulumi:pulumi:Stack"
+
+
+class EngineGraph:
+    """What the engine's RegisterResource checks before any provider is called, and the mock
+    monitor does not: the URN is the type qualified by the parent's whole type chain (the root
+    stack left out) and the name (pulumi/sdk/go/common/resource/urn.go, NewURN), a second
+    registration of one URN is refused ("Duplicate resource URN"), and a parent, provider,
+    dependency or deletedWith must name a resource registered before."""
+
+    def __init__(self, project: str, stack: str):
+        self.prefix = f"urn:pulumi:{stack}::{project}::"
+        self.engine: dict[str, str] = {}     # mock URN -> engine URN
+        self.count: dict[str, int] = {}      # engine URN -> registrations
+        self.lock = threading.Lock()         # the SDK registers from its executor's threads
+
+    def _type(self, urn: str) -> str:
+        return urn[len(self.prefix):].rsplit("::", 1)[0] if urn.startswith(self.prefix) else ""
+
+    def urn(self, parent: str, typ: str, name: str) -> str:
+        """The engine's URN for a registration under `parent` (a mock URN, "" for none)."""
+        up = self.engine.get(parent, "")
+        qualified = f"{self._type(up)}${typ}" if up else typ
+        return f"{self.prefix}{qualified}::{name}"
+
+    def place(self, request: Any, mock_urn: str) -> dict[str, Any]:
+        with self.lock:
+            urn = self.urn(request.parent, request.type, request.name)
+            problems = []
+            if self.count.get(urn):
+                problems.append(f"duplicate URN {urn}: the engine refuses a second resource "
+                                "of one type and name under one parent type chain")
+            self.count[urn] = self.count.get(urn, 0) + 1
+            if request.type != ROOT_TYPE:
+                self.engine.setdefault(mock_urn, urn)
+
+            def ref(what: str, u: str) -> str | None:
+                if not u or ROOT_TYPE in u.split("::")[2:3]:
+                    return None
+                if u not in self.engine:
+                    problems.append(f"{what} {u} is not a resource registered before it")
+                    return u
+                return self.engine[u]
+
+            provider = request.provider.rsplit("::", 1)[0] if request.provider else ""
+            deps = sorted({d for d in (ref("dependency", u) for u in [
+                *request.dependencies,
+                *(u for p in request.propertyDependencies.values() for u in p.urns)]) if d})
+            return {"urn": urn, "parent": ref("parent", request.parent),
+                    "provider": ref("provider", provider), "depends_on": deps,
+                    "deleted_with": ref("deletedWith", request.deletedWith),
+                    "import_id": request.importId or None,
+                    "retain_on_delete": bool(request.retainOnDelete), "engine": problems}
 
 
 def _describe(r: dict[str, Any]) -> dict[str, Any]:
@@ -132,8 +212,14 @@ def _describe(r: dict[str, Any]) -> dict[str, Any]:
             if v not in (None, "", [], {}):
                 key[heading] = v
                 break
+    pkg = sdk_package(r["type"])
+    # The cloud's API refuses an enum value its API version lacks; the SDK's Union[str, Enum]
+    # and the mocks let it through (reclaunch/runtime/sdk_enums.py).
+    engine = [*r["engine"], *(violations(r["type"], pkg, inputs) if pkg else [])]
+    graph = {k: r[k] for k in ("urn", "parent", "provider", "depends_on", "deleted_with",
+                               "import_id", "retain_on_delete")}
     return {"type": r["type"], "name": r["name"], "taggable": tag_field(r["type"]),
-            "tags": _tags_of(inputs), "key": key, "inputs": inputs}
+            "tags": _tags_of(inputs), "key": key, "inputs": inputs, **graph, "engine": engine}
 
 
 def _ints(v: Any) -> Any:

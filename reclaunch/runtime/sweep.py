@@ -23,38 +23,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
 from reclaunch.errors import ProviderError, UsageError
+# The endpoint's limits (connect, read, attempts, a total deadline per call) and the error for
+# one that stopped answering are every network call's (runtime/deadline.py).
+from reclaunch.runtime.deadline import (SDK_ATTEMPTS, SDK_CALL_S, SDK_CONNECT_S,  # noqa: F401
+                                        SDK_READ_S, UnreachableError, sdk_limits, within)
 from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
 
 HOURS_PER_MONTH = 730  # the clouds' own convention for turning monthly prices into hourly
 
 class TransientError(ProviderError):
     """A failure worth retrying (throttling, dependency still going away, 409/429/5xx)."""
-
-
-class UnreachableError(ProviderError):
-    """The endpoint did not answer: refused, closed, or past the read timeout after the SDK's
-    own bounded retries. The sweep stops calling it instead of waiting once per resource."""
-
-
-# Every cloud SDK call gets these (botocore Config, azure-core transport, google-auth session):
-# a hung endpoint costs at most attempts x (connect + read) seconds per call, never minutes.
-SDK_CONNECT_S, SDK_READ_S, SDK_ATTEMPTS = 5.0, 20.0, 3
-
-
-def sdk_limits() -> tuple[float, float, int]:
-    """(connect timeout s, read timeout s, attempts); RECLAUNCH_SDK_CONNECT_TIMEOUT,
-    RECLAUNCH_SDK_READ_TIMEOUT and RECLAUNCH_SDK_ATTEMPTS override (slow links, tests)."""
-    import os
-
-    def get(var: str, default: float, lo: float, hi: float) -> float:
-        try:
-            v = float(os.environ.get(var, default))
-        except ValueError:
-            return default
-        return min(max(v, lo), hi) if v == v else default
-    return (get("RECLAUNCH_SDK_CONNECT_TIMEOUT", SDK_CONNECT_S, 0.1, 120),
-            get("RECLAUNCH_SDK_READ_TIMEOUT", SDK_READ_S, 0.1, 600),
-            int(get("RECLAUNCH_SDK_ATTEMPTS", SDK_ATTEMPTS, 1, 10)))
 
 
 @dataclass
@@ -201,11 +179,16 @@ class SweepReport:
         lines += [f"  FAILED  {f.orphan.label}: {f.reason}" for f in self.failed]
         lines += [f"  SKIPPED {f.orphan.label}: {f.reason}" for f in self.skipped]
         lines += [f"  PRESENT {o.label}" for o in self.still_present]
-        return "\n".join(lines)
+        from reclaunch.ui.text import visible
+        return "\n".join(visible(ln, keep_newlines=False, limit=2000) for ln in lines)
 
 
 def format_orphans(orphans: Iterable[Orphan]) -> list[str]:
-    rows = [(o.cluster, o.kind, o.name or o.id, o.id, o.region,
+    from reclaunch.ui.text import visible   # names and tags are anyone's text: no escapes pass
+
+    def cell(v: object) -> str:
+        return visible(v, keep_newlines=False, limit=120)
+    rows = [(cell(o.cluster), cell(o.kind), cell(o.name or o.id), cell(o.id), cell(o.region),
              "?" if o.hourly_usd is None else f"${o.hourly_usd:,.4f}/h") for o in orphans]
     if not rows:
         return []

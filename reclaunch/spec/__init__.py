@@ -19,7 +19,7 @@ from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, runs_here  # n
 
 # The models are built with pydantic's plugins off (PYDANTIC_DISABLE_PLUGINS, pydantic's own
 # switch): reclaunch has no plugin, and looking for one scans the entry points of every installed
-# distribution (~13 ms of each `validate` and `plan`, issue 25). The variable is set only while
+# distribution, on each `validate` and `plan`. The variable is set only while
 # models.py (and the kubernetes, env_rules models it imports) build their classes and is put back
 # after, so user code validating its own models, and every child process (torchrun, pulumi), see
 # the environment as it was.

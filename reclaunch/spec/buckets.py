@@ -106,3 +106,14 @@ def problems(path: str, cloud: str, *, created: bool, want_prefix: bool) -> list
         out.append(f"name the storage account of an existing container: "
                    f"abfs://{u.bucket}@ACCOUNT.dfs.core.windows.net/{u.prefix or 'PREFIX'}")
     return out
+
+
+def created_bucket(spec) -> str | None:
+    """The URL of the bucket `up` creates for the checkpoints (storage.kind: bucket), which
+    up's and down's confirmations name; None when `up` creates none (a bucket the user named
+    is theirs)."""
+    path = spec.job.checkpoint.path
+    if spec.storage.kind != "bucket" or not is_url(path):
+        return None
+    u = parse(path)
+    return BucketURL(u.scheme, u.bucket, "", u.account).url

@@ -95,6 +95,14 @@ _PATTERN_WORDS = {
     "mount_path": "must be an absolute path with no spaces, e.g. /data",
     "namespace": "must be a DNS label: a-z, 0-9 and '-', starting and ending with a letter or digit",
 }
+# job.env: a variable's name, or the Kubernetes names of a {secret, key} reference
+# (spec/env_rules.SecretRef): each its own rule, said in its own words.
+_ENV_WORDS = {
+    "secret": "must be a Kubernetes Secret name: lowercase letters, digits, '-' and '.', starting "
+              "and ending with a letter or digit",
+    "key": "must be a Secret data key: letters, digits, '-', '_' and '.'",
+    "": "must be a variable name: letters, digits and _, not starting with a digit",
+}
 _BOUNDS = {"greater_than": ("gt", "must be more than {}"),
            "greater_than_equal": ("ge", "must be at least {}"),
            "less_than": ("lt", "must be less than {}"),
@@ -112,9 +120,8 @@ def _own_words(kind: str, loc: tuple, err: dict) -> str | None:
         return words.format(_num(ctx.get(key))) + (f", got {_num(got)}" if isinstance(got, (int, float)) else "")
     if kind == "string_pattern_mismatch":
         field = next((p for p in reversed(loc) if isinstance(p, str)), "")
-        words = _PATTERN_WORDS.get(field) or (
-            "must be a variable name: letters, digits and _, not starting with a digit"
-            if "env" in loc else f"does not have the expected form ({ctx.get('pattern')})")
+        words = (_ENV_WORDS.get(field, _ENV_WORDS[""]) if "env" in loc else
+                 _PATTERN_WORDS.get(field) or f"does not have the expected form ({ctx.get('pattern')})")
         return f"{str(got)[:60]!r} {words}"
     if kind == "string_too_short":
         return "must not be empty"

@@ -26,6 +26,7 @@ from reclaunch.spec import env_rules
 from reclaunch.spec.config import NESTED, STRICT, no_bool
 from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
 from reclaunch.spec.kubernetes import KubernetesTarget
+from reclaunch.spec.stacks import STACKS, fill_knobs
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
                                   parse_count, parse_size, parse_storage_size)
 
@@ -33,7 +34,7 @@ from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_S
 def _signed(fn: Callable) -> Callable:
     """pydantic reads a validator's signature (does it take `info`?) at every field that uses it;
     inspect.signature returns a function's __signature__ where it has one (PEP 362), so a validator
-    many fields share is read once (~3 M instructions of each `validate`, issue 25)."""
+    many fields share is read once per validator, not once per field."""
     fn.__signature__ = inspect.signature(fn)
     return fn
 
@@ -175,6 +176,9 @@ class Checkpoint(BaseModel):
         "A path on the storage mount, or a bucket URL (s3://BUCKET/PREFIX, gs://, az://, "
         "abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/PREFIX): spot then needs no file system"))
     every_minutes: Float = Field(15, gt=0, le=7 * 24 * 60)
+    # Off unless asked: a run paused for longer must still find its checkpoints (the trainer
+    # itself deletes superseded steps, keeping the newest few).
+    expire_days: Int | None = Field(None, ge=1, le=36500)
 
 
 class Dataset(BaseModel):
@@ -199,7 +203,12 @@ class Job(BaseModel):
     checkpoint: Checkpoint = Checkpoint()
     dataset: Dataset = Dataset(samples=1_000_000)
     max_restarts: Int = Field(10, ge=0, le=1000)
-    num_workers: Int | None = Field(None, ge=0, le=256, description="Dataloader workers per process")
+    num_workers: Int | None = Field(None, ge=0, le=256, description=(
+        "Dataloader workers per process (0: the training process builds every batch itself, "
+        "between steps; the plan counts that time)"))
+    # The training software the step time assumes (spec/stacks.py): sets the three knobs below
+    # at once; a knob given here too wins. None: the reference trainer's (torchrec).
+    stack: Literal[tuple(STACKS)] | None = None  # type: ignore[valid-type]
     # How the step is launched: the reference trainer runs eager PyTorch; cuda_graph (or an
     # XLA-compiled step) pays far less per kernel launch (planner.yaml perf.kernel_launch_seconds).
     execution: Literal["eager", "cuda_graph"] = "eager"
@@ -212,6 +221,7 @@ class Job(BaseModel):
     embedding_overlap: Literal["input", "full"] = "input"
 
     _env_names = field_validator("env")(env_rules.job_env)
+    _stack_knobs = model_validator(mode="before")(_signed(fill_knobs))
 
     @field_validator("command", "args", mode="before")
     @classmethod
@@ -268,7 +278,7 @@ class Model(BaseModel):
     embedding_dim: Int = Field(64, ge=1, le=4096)
     embedding_dtype: Literal["fp32", "fp16", "bf16", "int8"] = "fp32"
     # Factories are lambdas, not `list`/`dict`: pydantic reads each factory's signature, and a
-    # builtin's is parsed from its text signature by tokenize (a ~3 ms regex compile at import).
+    # builtin's is parsed from its text signature by tokenize (a regex compiled at import).
     tables: list[Table] = Field(default_factory=lambda: [], min_length=1, max_length=100_000,
                                 description="Required unless the preset brings them (dlrm, dcnv2)")
     mlp: list[Annotated[Int, Field(ge=1, le=1 << 20)]] = Field([1024, 1024, 512], max_length=1000)

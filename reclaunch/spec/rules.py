@@ -169,6 +169,9 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
                             f"not {fabric}; use auto, {inst.fabric} or ethernet"))
             if s.interconnect.intra_node == "nvlink" and inst.intra_node != "nvlink":
                 out.append((("interconnect", "intra_node"), f"{s.instance_type} has no NVLink (PCIe only)"))
+            elif s.interconnect.intra_node == "pcie" and inst.intra_node == "nvlink" and inst.gpu_count > 1:
+                out.append((("interconnect", "intra_node"), f"{s.instance_type} has {inst.nvlink or 'NVLink'}; "
+                            "pcie would plan a machine it is not (leave intra_node out)"))
     else:
         cands = [o for o in cat.offers if o.cloud == s.cloud and (gpu is None or o.gpu == gpu)]
         if not s.gpu:
@@ -184,6 +187,14 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
             have = sorted({o.fabric for o in cat.offers if o.cloud == s.cloud})
             out.append((("interconnect", "inter_node"), f"{fabric} is not available on {s.cloud}"
                         + (f" with {gpu}" if gpu else "") + f"; {s.cloud} has {', '.join(have)} or ethernet"))
+        link = s.interconnect.intra_node
+        if cands and link is not None:
+            sized = [o for o in cands if "gpus_per_node" not in s.model_fields_set
+                     or o.gpu_count == s.gpus_per_node]
+            if sized and not [o for o in sized if o.intra_node == link or o.gpu_count == 1]:
+                out.append((("interconnect", "intra_node"), f"no {s.cloud} instance with "
+                            f"{gpu or 'this GPU'} has {link}; they have "
+                            f"{' and '.join(sorted({o.intra_node for o in sized}))}"))
     return out
 
 
@@ -229,6 +240,10 @@ def _bucket_rules(s: "Spec") -> list[Problem]:
     if created and not buckets.is_url(ckpt):
         out.append((("storage", "kind"), "bucket stores checkpoints in object storage: set "
                     "job.checkpoint.path to a URL such as s3://BUCKET/PREFIX (gs://, az:// on gcp, azure)"))
+    if s.job.checkpoint.expire_days and not created:
+        out.append((("job", "checkpoint", "expire_days"), "sets the lifecycle rule of the bucket "
+                    "`up` creates (storage.kind: bucket); a bucket or file system of your own "
+                    "keeps its own rules"))
     if created and s.job.dataset.path and not buckets.is_url(data):
         out.append((("job", "dataset", "path"), "storage.kind bucket mounts no file system: "
                     "give the dataset as a URL (s3://BUCKET/PREFIX) or use a file system kind"))

@@ -36,6 +36,8 @@ DOCS: dict[str, str] = {
     "Capacity.kind": "What was bought: odcr, capacity-block (aws), gcp-reservation, azure-crg",
     "Checkpoint.path": "Where checkpoints go; relative paths live on the storage mount",
     "Checkpoint.every_minutes": "Minutes between checkpoints (what a reclaim can lose, half of it on average)",
+    "Checkpoint.expire_days": ("storage.kind bucket only: the bucket deletes checkpoints this many "
+                               "days after they were written (default: never)"),
     "Dataset.samples": "Training samples per epoch, e.g. 4.2e9",
     "Dataset.epochs": "Passes over the dataset (may be fractional)",
     "Interconnect.inter_node": "Network between nodes; auto picks the instance's (efa, infiniband, tcpx, tcpxo)",
@@ -49,6 +51,9 @@ DOCS: dict[str, str] = {
     "Job.checkpoint": "Checkpoint path and interval",
     "Job.dataset": "Dataset size the duration and cost are computed from",
     "Job.max_restarts": "Restarts torchrun allows; the same failure twice in a row stops earlier",
+    "Job.stack": ("The training software the step time assumes: torchrec (the reference trainer), "
+                  "cuda-graph, hugectr, per-feature, per-feature-compiled (spec/stacks.py); sets execution, "
+                  "embedding_overlap and gradient_dtype (each of them given too wins)"),
     "Job.execution": "eager, or cuda_graph when the trainer captures the step (fewer kernel launches)",
     "Job.gradient_dtype": "Dense gradients on the wire: fp32, or fp16/bf16 when all-reduced in half precision",
     "Job.embedding_overlap": ("input (the reference trainer: TorchRec TrainPipelineSparseDist), or full when "

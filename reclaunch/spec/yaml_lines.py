@@ -77,10 +77,10 @@ def _walk(node: Any, path: Path_t, lines: dict[Path_t, int], filename: str, dept
             _walk(item, (*path, i), lines, filename, depth + 1, visited)
 
 
-# libyaml (PyYAML's C loader) reads a spec ~8x faster than the pure-Python loader (~24 M
-# instructions of every `validate` and `plan`, issue 25), but it is not the same YAML reader:
-# it accepts tabs, `?` and block-scalar headers PyYAML refuses, and its errors are worded
-# differently. So it is used only where the two agree and only for a spec it reads cleanly:
+# libyaml (PyYAML's C loader) reads a spec several times faster than the pure-Python loader,
+# on every `validate` and `plan`, but it is not the same YAML reader: it accepts tabs, `?` and
+# block-scalar headers PyYAML refuses, and its errors are worded differently. So it is used only
+# where the two agree and only for a spec it reads cleanly:
 #  - printable ASCII and newlines, without the characters near which they were found to
 #    differ (tabs, `?` keys, anchors, tags, block scalars, directives, escapes, BOMs, CR);
 #  - small enough that its recursive composer stays shallow (depth <= indentation levels +
@@ -98,6 +98,20 @@ def _fast_ok(text: str) -> bool:
             and text.count("[") + text.count("{") + text.count("-") <= _FAST_MAX_NESTERS)
 
 
+def _read(loader: Any, filename: str) -> tuple[Any, dict[Path_t, int]] | None:
+    """The document `loader` holds and the line of every key path; None for no document.
+    Errors are the loader's (or _walk's SpecError): each caller decides what they mean."""
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        lines: dict[Path_t, int] = {(): node.start_mark.line + 1}
+        _walk(node, (), lines, filename)
+        return loader.construct_document(node), lines
+    finally:
+        loader.dispose()
+
+
 def _load_fast(text: str, filename: str) -> tuple[Any, dict[Path_t, int]] | None:
     """libyaml's reading of `text`, or None where the pure-Python loader must decide."""
     import yaml
@@ -106,19 +120,9 @@ def _load_fast(text: str, filename: str) -> tuple[Any, dict[Path_t, int]] | None
     if loader_cls is None or not _fast_ok(text):
         return None
     try:
-        loader = loader_cls(text)
-        try:
-            node = loader.get_single_node()
-            if node is None:
-                return None
-            lines: dict[Path_t, int] = {(): node.start_mark.line + 1}
-            _walk(node, (), lines, filename)
-            data = loader.construct_document(node)
-        finally:
-            loader.dispose()
+        return _read(loader_cls(text), filename)
     except Exception:  # noqa: BLE001 - any trouble: the pure-Python loader reads it and words it
         return None
-    return data, lines
 
 
 def load_yaml(text: str, filename: str) -> tuple[Any, dict[Path_t, int]]:
@@ -132,16 +136,7 @@ def load_yaml_py(text: str, filename: str) -> tuple[Any, dict[Path_t, int]]:
     import yaml
 
     try:
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-            if node is None:
-                return None, {}
-            lines: dict[Path_t, int] = {(): node.start_mark.line + 1}
-            _walk(node, (), lines, filename)
-            data = loader.construct_document(node)
-        finally:
-            loader.dispose()
+        read = _read(yaml.SafeLoader(text), filename)   # the constructor reads: inside the try
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f"{mark.line + 1}" if mark else "1"
@@ -152,7 +147,7 @@ def load_yaml_py(text: str, filename: str) -> tuple[Any, dict[Path_t, int]]:
         raise SpecError(f"{filename}:1: not a YAML file: {first}") from None
     except RecursionError:
         raise SpecError(f"{filename}:1: YAML nested too deeply") from None
-    return data, lines
+    return read if read is not None else (None, {})
 
 
 def read_text(path: str | Path) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 def console(stderr: bool = False, **kw: Any):
     from rich.console import Console
-    # emoji=False: no `:name:` codes in our text, and rich's emoji table is ~5 ms to import.
+    # emoji=False: no `:name:` codes in our text, and rich's emoji table is a large import.
     return Console(stderr=stderr, highlight=False, soft_wrap=True, emoji=False, **kw)
 
 

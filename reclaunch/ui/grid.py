@@ -1,18 +1,14 @@
 """Plain-text layout for `plan` and `plan --compare`: a key/value block, boxed tables, notes.
 
-Why not rich on this path: issue 25 asks `plan` to start within 1.3x (CPU time) of the
-smallest program that validates one pydantic model, which leaves reclaunch about 94 ms over
-that baseline for everything (CLI, catalog, spec, planner and output). Measured on
-`plan examples/aws-deepfm-p4d.yaml` (2026-12-01, CPU time; bench/bench_startup.py for the ratio):
-with rich, creating its Console cost ~30 ms and laying out the plan's tables ~25-40 ms (the
-first render_plan, rich imports included: 76-90 ms in-process); with this module the first
-render_plan costs 2-4 ms, and the whole command's median CPU went from 639 to 580 ms (11 runs
-A/B interleaved). These tables are static (no live view, no markup, no colour beyond bold), so
-the shapes rich drew are laid out here with textwrap: its HEAVY_HEAD box, its centred titles
-and captions, one space of padding each side of a cell, the widest columns narrowed first when
-a table is wider than the width (a word longer than its column folds; rich cut it with "…").
-tabulate was measured too: it imports importlib.metadata, ~58 ms. Every other verb (status,
-diagnose, catalog, logs, up) keeps rich.
+Why not rich on this path: `plan` is meant to start within 1.5x of the smallest program
+that validates one pydantic model (bench/bench_startup.py prints the ratio), and importing
+rich, creating its Console and laying out the plan's tables would take a large share of what
+`plan` may spend over that yardstick. These tables are static (no live view, no markup, no
+colour beyond bold), so the shapes rich drew are laid out here with textwrap: its HEAVY_HEAD
+box, its centred titles and captions, one space of padding each side of a cell, the widest
+columns narrowed first when a table is wider than the width (a word longer than its column
+folds; rich cut it with "…"). tabulate would import importlib.metadata, itself a large share
+of that budget. Every other verb (status, diagnose, catalog, logs, up) keeps rich.
 
 Nothing here parses markup ("[bold]" prints as typed) and every control character is shown
 as an escape (ui/text.py `visible`): text from a cluster or a file needs nothing else.

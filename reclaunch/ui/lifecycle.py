@@ -18,23 +18,27 @@ def show_before_up(plan: "Plan", out: Any, problem: str | None, needs: list[str]
     show_plan(plan, out, problem)
     if needs:
         out.print("[bold]needs a person first[/bold] (reclaunch cannot do these):")
+        from reclaunch.ui.text import shown
         for line in needs:
-            out.print(f"  - {line}")
+            out.print(f"  - {shown(line)}")
 
 
 def engine_progress(out: Any) -> Callable[[dict], None]:
     """A live progress printer for the engine's event stream (runtime.infra's event dicts)."""
 
+    from reclaunch.ui.text import shown   # resource names and engine messages: text, not markup
+
     def on_event(ev: dict) -> None:
         if ev.get("kind") == "resource" and ev.get("status") in ("done", "failed") \
                 and not str(ev.get("type", "")).startswith("pulumi:"):
             mark = "[green]✓[/green]" if ev["status"] == "done" else "[red]✗[/red]"
-            out.print(f"  {mark} {ev.get('op', '')} {ev.get('type', '')} "
-                      f"{str(ev.get('urn', '')).rsplit('::', 1)[-1]}")
+            out.print(f"  {mark} " + shown(f"{ev.get('op', '')} {ev.get('type', '')} "
+                                           f"{str(ev.get('urn', '')).rsplit('::', 1)[-1]}"))
         elif ev.get("kind") == "diag" and ev.get("status") == "error":
-            out.print(f"  [red]{ev.get('message', '')}[/red]")
+            out.print(f"  [red]{shown(ev.get('message', ''))}[/red]")
     return on_event
 
 
 def show_fallback(out: Any, kind: str, label: str) -> None:
-    out.print(f"[yellow]{kind}: trying {label}[/yellow]")
+    from reclaunch.ui.text import shown
+    out.print(f"[yellow]{shown(f'{kind}: trying {label}')}[/yellow]")

@@ -52,6 +52,10 @@ def plan_lines(plan, width: int = 110, bold: bool = False) -> list[str]:
     if plan.pick_reason:
         head.append(("picked", plan.pick_reason))
     head.append(("fabric", plan.fabric))
+    if plan.stack:
+        from reclaunch.planner.stack_view import line
+
+        head.append(("stack", line(plan.stack, _rate)))
     head.append(("parallelism", f"{m.parallelism} (needs {m.gpus_needed or 'no'} "
                  f"{'process(es)' if per == 'process' else 'GPU(s)'}; "
                  f"embeddings {m.total_embedding_bytes / GIB:.2f} GiB in all)"))
@@ -75,6 +79,8 @@ def plan_lines(plan, width: int = 110, bold: bool = False) -> list[str]:
         head.append(("line items", f"control plane {_usd(c.control_plane_usd)}, "
                                    f"storage {_usd(c.storage_usd)}"))
         head.append(("prices", f"as of {c.price_as_of or '-'}" + (" (STALE)" if c.stale else "")))
+    if plan.range_covers:
+        head.append(("P10-P90 covers", "; ".join(plan.range_covers)))
     out = grid.pairs(head, width=width, title=f"plan: {plan.name}", bold=bold)
 
     right = lambda *names: [(n, "right") for n in names]  # noqa: E731
@@ -84,8 +90,8 @@ def plan_lines(plan, width: int = 110, bold: bool = False) -> list[str]:
                                      m.optimizer_bytes, m.activation_bytes,
                                      m.reserve_bytes, m.total_bytes_per_gpu)]],
         width=width, title=f"memory per {per} (GiB)", bold=bold)
-    # embeddings + dense + exposed comm + overhead = total: the overhead is the per-step fixed
-    # cost (planner/perf.py step_overhead_seconds) and any wait on the input pipeline.
+    # embeddings + dense + exposed comm + overhead = total: the overhead is what the GPU waits
+    # for the host (launches + per-step host work, planner/perf.py host_work) or the input.
     other = s.total_seconds - s.embedding_seconds - s.dense_compute_seconds - s.exposed_comm_seconds
     out += grid.boxed(
         right("embeddings", "dense", "all-reduce", "all-to-all", "exposed comm", "overhead", "total"),
@@ -94,8 +100,12 @@ def plan_lines(plan, width: int = 110, bold: bool = False) -> list[str]:
                                      s.exposed_comm_seconds, max(other, 0.0), s.total_seconds)]],
         width=width, title="step time (ms)", bold=bold,
         caption=("job.embedding_overlap: full: embeddings and their all-to-all run beside the "
-                 "dense compute; total = the longer path + exposed all-reduce + overhead")
-        if plan.spec.job.embedding_overlap == "full" else None)   # the parts overlap: no sum
+                 "dense compute; total = the longer path + exposed all-reduce + overhead"
+                 if plan.spec.job.embedding_overlap == "full" else "")   # the parts overlap: no sum
+        + (("; " if plan.spec.job.embedding_overlap == "full" else "")
+           + f"overhead: the GPU waiting for the host, which issues the step in "
+           f"{s.host_seconds * 1e3:.2f} ms (launches + per-step work), or for the input"
+           if plan.instance_type is not None else "") or None)
     out += _sharding_lines(plan, width, bold)
     out += grid.items(list(plan.warnings), mark="!", title="warnings", width=width)
     return out
@@ -108,10 +118,18 @@ def _throughput(plan) -> str:
     text = f"{_rate(plan.throughput_samples_per_second)} samples/s"
     if b.get("kind") == "measured":
         model = plan.throughput_model_samples_per_second
-        return (text + f" MEASURED ({b.get('source')}, {str(b.get('measured_at'))[:10]}); "
-                f"model {_rate(model) if model else '-'}; priced at the measured rate")
-    return text + (f" (model; {b['source']})" if plan.instance_type is None and b.get("source")
-                   else " (model)")
+        spread = b.get("spread")
+        out = (f" MEASURED ({b.get('source')}, {str(b.get('measured_at'))[:10]}"
+               + (f"; runs {spread[0]:.2f}-{spread[1]:.2f}x of their median" if spread else "")
+               + (f"; {len(b['excluded'])} left out: {b['excluded'][-1]}" if b.get("excluded") else "")
+               + f"); model {_rate(model) if model else '-'}; priced at the measured rate")
+        return text + out
+    seen = b.get("measured_runs")
+    text += (f" (model; {b['source']})" if plan.instance_type is None and b.get("source") else " (model)")
+    if seen:
+        text += (f"; {seen['runs']} measured run(s) not clean, {_rate(seen['samples_per_s'])}: "
+                 f"{seen['excluded'][-1]}")
+    return text
 
 
 def _startup(st) -> str:
@@ -242,9 +260,11 @@ def render_compare(rows: list, width: int = 140, top: int | None = 10, bold: boo
 def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
     """The cost table and the resources `up` is about to create."""
     from rich.table import Table
+
+    from reclaunch.ui.text import shown   # a cluster you bring names its groups: text, not markup
     c = plan.cost
-    t = Table(title=f"{plan.name}: {plan.nodes} x {plan.instance_type} in {plan.region}"
-                    f"{' (' + ', '.join(plan.zones) + ')' if plan.zones else ''}")
+    t = Table(title=shown(f"{plan.name}: {plan.nodes} x {plan.instance_type} in {plan.region}"
+                          f"{' (' + ', '.join(plan.zones) + ')' if plan.zones else ''}"))
     for col in ("", "per hour", "whole job"):
         t.add_column(col, justify="right" if col else "left")
     money = lambda v: _usd(v) if v is not None else "-"  # noqa: E731
@@ -254,13 +274,13 @@ def show_plan(plan: "Plan", out: Any, problem: str | None) -> None:
     out.print(t)
     st = plan.spec.storage
     if getattr(plan.offer, "node_names", None):   # cloud: kubernetes: a cluster you bring
-        out.print(f"resources: none created; the launch goes to namespace {plan.spec.namespace} "
-                  f"on {plan.nodes} of the existing nodes of group {plan.offer.group}; "
-                  f"~{plan.duration_hours:.1f} h")
+        out.print(shown(f"resources: none created; the launch goes to namespace {plan.spec.namespace} "
+                        f"on {plan.nodes} of the existing nodes of group {plan.offer.group}; "
+                        f"~{plan.duration_hours:.1f} h"))
     else:
-        out.print(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
-                  f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
-                  f"storage {st.kind}{' ' + _storage_size(st) if st.size else ''}; "
-                  f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h")
+        out.print(shown(f"resources: Kubernetes cluster + node pool of {plan.nodes} x {plan.instance_type} "
+                        f"({plan.gpus_per_node} x {plan.gpu}, {'spot' if plan.spot else 'on-demand'}), "
+                        f"storage {st.kind}{' ' + _storage_size(st) if st.size else ''}; "
+                        f"prices as of {c.price_as_of}; ~{plan.duration_hours:.1f} h"))
     if problem:
-        out.print(f"[yellow]budget: {problem}[/yellow]")
+        out.print(f"[yellow]budget: {shown(problem)}[/yellow]")

@@ -65,15 +65,19 @@ def _bucket(aws: Any, pulumi: Any, plan: "Plan", tags: dict, kms: Any) -> Any:
                                                         "kms_master_key_id": kms.arn},
             "bucket_key_enabled": True}])
     prefix = (u.prefix.rstrip("/") + "/") if u.prefix else ""
+    days = identity.expire_days(plan)
+    # docs.aws.amazon.com/AmazonS3/latest/userguide/mpu-abort-incomplete-mpu-lifecycle-config.html
     aws.s3.BucketLifecycleConfiguration(c.name(plan, "ckpt-lifecycle"), bucket=b.id, rules=[{
-        "id": "expire-old-checkpoints", "status": "Enabled", "filter": {"prefix": prefix},
-        "expiration": {"days": identity.EXPIRE_DAYS},
-        "abort_incomplete_multipart_upload": {"days_after_initiation": identity.ABORT_UPLOADS_DAYS}}])
+        "id": "abort-torn-uploads", "status": "Enabled", "filter": {"prefix": prefix},
+        "abort_incomplete_multipart_upload": {"days_after_initiation": identity.ABORT_UPLOADS_DAYS}},
+        *([{"id": "expire-checkpoints", "status": "Enabled", "filter": {"prefix": prefix},
+            "expiration": {"days": days}}] if days else [])])
     return b
 
 
 def bucket_and_identity(aws: Any, pulumi: Any, k8s: Any, plan: "Plan", *, tags: dict, kms: Any,
-                        cluster: Any, provider: Any, role: Any, depends_on: list) -> Any:
+                        cluster: Any, provider: Any, namespace: Any, role: Any,
+                        depends_on: list) -> Any:
     """-> the bucket's id (a storage id `down --keep-storage` keeps), or None."""
     if not identity.grants(plan):
         return None
@@ -81,7 +85,8 @@ def bucket_and_identity(aws: Any, pulumi: Any, k8s: Any, plan: "Plan", *, tags: 
     # Our key only encrypts the bucket we create; a named bucket's own key is the user's grant.
     doc = kms.arn.apply(lambda arn: policy(plan, arn)) if b is not None else policy(plan)
     aws.iam.RolePolicy(c.name(plan, "trainer-s3", max_len=128), role=role.id, policy=doc)
-    sa = identity.kube_service_account(k8s, pulumi, plan, provider, depends_on=depends_on)
+    sa = identity.kube_service_account(k8s, pulumi, plan, provider, namespace,
+                                     depends_on=depends_on)
     aws.eks.PodIdentityAssociation(c.name(plan, "trainer-pia"), cluster_name=cluster.name,
                                    namespace=plan.spec.namespace,
                                    service_account=identity.service_account(plan),

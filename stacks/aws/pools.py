@@ -28,10 +28,11 @@ GPU_PRESENT = "nvidia.com/gpu.present"
 
 
 def hugepages(plan: "Plan") -> dict[str, str]:
-    """What the fabric profile's pods request (EFA: hugepages-2Mi), pre-allocated per node."""
-    from reclaunch.fabric import get_profile
+    """What the job's pods request (stacks.fabric_facts.fabric_profile, the render's own
+    answer), pre-allocated per node: none for a job that never leaves one node."""
+    from stacks.fabric_facts import fabric_profile
 
-    return dict(get_profile(plan.fabric).hugepages)
+    return dict(fabric_profile(plan).hugepages)
 
 
 def hugepage_count(quantity: str, page: str = "2Mi") -> int:
@@ -64,7 +65,7 @@ def node_pools(plan: "Plan") -> list[c.NodePool]:
             name=pool.key, role="gpu", instance_type=plan.instance_type,
             spot=pool.capacity == "spot", labels=labels, taints=[dict(c.GPU_TAINT)],
             min_nodes=pool.min_nodes, max_nodes=pool.max_nodes, desired=pool.desired,
-            priority=pool.priority, hugepages=hugepages(plan) if efa else {},
+            priority=pool.priority, hugepages=hugepages(plan),
             cloud_name=c.name(plan, pool.key)))
     return out
 

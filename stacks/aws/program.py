@@ -164,7 +164,11 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
     """Discovery tags plus the node template the cluster autoscaler reads when a group is at
     zero (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md,
     "Auto-Discovery Setup"): every label and taint the nodes register with, and the extended
-    resources and huge pages a job requests, else a pool at zero never scales up for it."""
+    resources and huge pages a job requests, else a pool at zero never scales up for it.
+    cpu and memory: aws_manager.go buildNodeFromTemplate takes the instance's nominal figures
+    as capacity and allocatable alike ("TODO: use proper allocatable!!") unless a resources
+    tag overrides them, so the tags carry what the kubelet will report (stacks.common
+    .node_template), the figures the render sized the pod from."""
     template = "k8s.io/cluster-autoscaler/node-template"
     out = {**tags, "Name": pool.cloud_name, "reclaunch-pool": pool.name,
            "k8s.io/cluster-autoscaler/enabled": "true",
@@ -173,12 +177,22 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
            **{f"{template}/label/{k}": v for k, v in pool.labels.items()},
            **{f"{template}/taint/{t['key']}": f"{t['value']}:{t['effect']}" for t in pool.taints},
            f"{template}/resources/nvidia.com/gpu": str(plan.gpus_per_node),
+           **{f"{template}/resources/{k}": v for k, v in c.node_template(plan, pool).items()},
            # aws-node-termination-handler acts only on instances with its managed tag.
            **({interruption.managed_tag(plan): ""} if interruption.wanted(plan) else {}),
            **{f"{template}/resources/{k}": v for k, v in pool.hugepages.items()}}
     if pool.labels.get("vpc.amazonaws.com/efa.present") == "true" and plan.offer:
         out[f"{template}/resources/vpc.amazonaws.com/efa"] = str(plan.offer.nics)
     return out
+
+
+def provision_time() -> str:
+    """--max-node-provision-time: the plan's own figure (planner/data/startup.yaml, aws
+    provision_timeout), so the plan's notes and the autoscaler wait the same time."""
+    from reclaunch.planner.startup import provision_timeout
+
+    seconds, _ = provision_timeout("aws")
+    return f"{int(seconds // 60)}m" if seconds % 60 == 0 else f"{int(seconds)}s"
 
 
 def _autoscaler_policy(plan: "Plan", account: str) -> str:
@@ -299,6 +313,7 @@ def program(plan: "Plan") -> None:
     installed = c.install_addons(k8s, pulumi, plan, provider, depends_on=[system], values={
         "cluster-autoscaler": {"autoDiscovery": {"clusterName": c.name(plan)},
                                "awsRegion": plan.region, "expanderPriorities": priorities,
+                               "extraArgs": {"max-node-provision-time": provision_time()},
                                "rbac": {"serviceAccount": {"name": "cluster-autoscaler"}}}},
         facts=lambda a: versions.pinned_facts(a, k8s_version))
 
@@ -307,13 +322,14 @@ def program(plan: "Plan") -> None:
         installed["aws-node-termination-handler"] = interruption.install(
             aws, pulumi, k8s, plan, tags=tags, cluster=cluster, groups=groups,
             provider=provider, role=nth_role, depends_on=[system], account=account)
+    ns = c.JobNamespace(k8s, pulumi, plan, provider)
     storage_id = _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
-                          kms, provider, list(installed.values()))
+                          kms, provider, list(installed.values()), ns)
     if identity.grants(plan):   # checkpoints in S3: the job's own Pod Identity (bucket.py)
         trainer_role = _role(aws, pulumi, plan, "trainer-role", "pods.eks.amazonaws.com", [], tags)
         storage_id = s3bucket.bucket_and_identity(
             aws, pulumi, k8s, plan, tags=tags, kms=kms, cluster=cluster, provider=provider,
-            role=trainer_role, depends_on=[system]) or storage_id
+            namespace=ns, role=trainer_role, depends_on=[system]) or storage_id
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", cluster.name)
     pulumi.export("node_pools", [p.cloud_name for p in pools if p.role == "gpu"])
@@ -336,7 +352,7 @@ def _kubeconfig(endpoint: str, ca: str, cluster_name: str, region: str) -> str:
 
 
 def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, kms,
-             provider, addons):
+             provider, addons, ns):
     cluster_sg = cluster.vpc_config.cluster_security_group_id
     kind = plan.spec.storage.kind
     if kind == "cephfs":
@@ -361,7 +377,7 @@ def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, km
             security_group_ids=[sg.id], deployment_type="PERSISTENT_2",
             per_unit_storage_throughput=250, data_compression_type="LZ4",
             file_system_type_version="2.15", kms_key_id=kms.arn, tags=tags)
-        c.data_volume(k8s, pulumi, plan, provider, driver="fsx.csi.aws.com", handle=fs.id,
+        c.data_volume(k8s, pulumi, plan, provider, namespace=ns, driver="fsx.csi.aws.com", handle=fs.id,
                       capacity_gib=gib, depends_on=addons,
                       attributes={"dnsname": fs.dns_name, "mountname": fs.mount_name})
         return fs.id
@@ -373,7 +389,7 @@ def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, km
                             subnet_id=sn.id, security_groups=[sg.id])
     efs_csi = aws.eks.Addon(c.name(plan, "efs-csi"), cluster_name=cluster.name,
                             addon_name="aws-efs-csi-driver", tags=tags)
-    c.data_volume(k8s, pulumi, plan, provider, driver="efs.csi.aws.com", handle=fs.id,
+    c.data_volume(k8s, pulumi, plan, provider, namespace=ns, driver="efs.csi.aws.com", handle=fs.id,
                   capacity_gib=c.storage_gib(plan, 1024), depends_on=[efs_csi])
     return fs.id
 

@@ -32,7 +32,7 @@ TOKEN_AUDIENCE = "api://AzureADTokenExchange"
 
 def bucket_and_identity(az: Any, pulumi: Any, k8s: Any, plan: "Plan", *, rg: Any, aks: Any,
                         tags: dict, client: Any, role_id: Any, provider: Any,
-                        depends_on: list) -> Any:
+                        namespace: Any, depends_on: list) -> Any:
     if not identity.grants(plan):
         return None
     u = identity.created(plan)
@@ -50,13 +50,16 @@ def bucket_and_identity(az: Any, pulumi: Any, k8s: Any, plan: "Plan", *, rg: Any
                                  resource_group_name=rg.name, container_name=u.bucket,
                                  public_access="None")
         prefix = f"{u.bucket}/{u.prefix.rstrip('/')}/" if u.prefix else f"{u.bucket}/"
-        az.storage.ManagementPolicy(
-            c.name(plan, "ckpt-lifecycle"), account_name=account.name,
-            resource_group_name=rg.name, management_policy_name="default", policy={"rules": [{
-                "name": "expire-old-checkpoints", "enabled": True, "type": "Lifecycle",
-                "definition": {"filters": {"blob_types": ["blockBlob"], "prefix_match": [prefix]},
-                               "actions": {"base_blob": {"delete": {
-                                   "days_after_modification_greater_than": identity.EXPIRE_DAYS}}}}}]})
+        # Blob storage has no torn-upload rule to set: uncommitted blocks are discarded by the
+        # service itself after 7 days (learn.microsoft.com/rest/api/storageservices/put-block).
+        if days := identity.expire_days(plan):
+            az.storage.ManagementPolicy(
+                c.name(plan, "ckpt-lifecycle"), account_name=account.name,
+                resource_group_name=rg.name, management_policy_name="default", policy={"rules": [{
+                    "name": "expire-checkpoints", "enabled": True, "type": "Lifecycle",
+                    "definition": {"filters": {"blob_types": ["blockBlob"], "prefix_match": [prefix]},
+                                   "actions": {"base_blob": {"delete": {
+                                       "days_after_modification_greater_than": days}}}}}]})
     ident = az.managedidentity.UserAssignedIdentity(c.name(plan, "trainer-id"),
                                                     resource_group_name=rg.name, tags=tags)
     ns, ksa = plan.spec.namespace, identity.service_account(plan)
@@ -79,6 +82,6 @@ def bucket_and_identity(az: Any, pulumi: Any, k8s: Any, plan: "Plan", *, rg: Any
             c.name(plan, "trainer-blob", str(i)), scope=scope, principal_id=ident.principal_id,
             principal_type="ServicePrincipal",
             role_definition_id=role_id(client.subscription_id, BLOB_DATA_CONTRIBUTOR if g.write else READER))
-    identity.kube_service_account(k8s, pulumi, plan, provider, depends_on=depends_on,
+    identity.kube_service_account(k8s, pulumi, plan, provider, namespace, depends_on=depends_on,
                                   annotations={"azure.workload.identity/client-id": ident.client_id})
     return account.id if account is not None else None

@@ -32,16 +32,25 @@ SYSTEM_VM_SIZE = "Standard_D4s_v5"
 LAST_JAMMY_MINOR = (1, 34)
 
 
-def os_sku(version: str) -> str:
+def os_release(version: str) -> str:
+    """The Ubuntu a node of this minor runs: its `os-sku-effective` label."""
     from stacks.versions import minor_key
 
     return "Ubuntu2204" if minor_key(version) <= LAST_JAMMY_MINOR else "Ubuntu2404"
 
 
+def os_sku(version: str) -> str:
+    """The `osSKU` the stack sends for that release. The API version the installed azure-native
+    speaks (2025-09-01) has no Ubuntu2404 in its OSSKU enum (Azure/azure-rest-api-specs#38610),
+    and plain Ubuntu is 24.04 from 1.35 on (the page above), so 24.04 is asked for as Ubuntu."""
+    release = os_release(version)
+    return "Ubuntu" if release == "Ubuntu2404" else release
+
+
 def os_labels(plan: "Plan") -> dict[str, str]:
     from stacks.versions import kubernetes_version
 
-    return {"kubernetes.azure.com/os-sku-effective": os_sku(kubernetes_version(plan))}
+    return {"kubernetes.azure.com/os-sku-effective": os_release(kubernetes_version(plan))}
 SPOT_TAINT = {"key": "kubernetes.azure.com/scalesetpriority", "value": "spot",
               "effect": "NoSchedule"}
 GPU_PRESENT = "nvidia.com/gpu.present"

@@ -104,6 +104,15 @@ def non_interactive(kubeconfig: str) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+def _template_tags(plan: "Plan", pool: c.NodePool) -> dict[str, str]:
+    """What a node of the pool will have allocatable, for the cluster autoscaler's template of
+    a scale set at zero (kubernetes/autoscaler cluster-autoscaler/cloudprovider/azure/README.md
+    "Resources": VMSS tags override the instance type's nominal figures "to account for system
+    reserved resources"; AKS puts a node pool's tags on its scale set)."""
+    return {f"k8s.io_cluster-autoscaler_node-template_resources_{k}": v
+            for k, v in c.node_template(plan, pool).items()}
+
+
 def program(plan: "Plan") -> None:
     pulumi = require("pulumi", "azure")
     az = require("pulumi_azure_native", "azure")
@@ -188,7 +197,7 @@ def program(plan: "Plan") -> None:
             enable_encryption_at_host=host_encryption[pool.instance_type], os_disk_type="Managed",
             os_disk_size_gb=OS_DISK_GIB, kubelet_disk_type="OS", os_sku=os_sku(k8s_version),
             node_taints=[c.taint_str(t) for t in pool.taints],
-            node_labels=_settable(pool.labels), tags=tags,
+            node_labels=_settable(pool.labels), tags={**tags, **_template_tags(plan, pool)},
             opts=pulumi.ResourceOptions(ignore_changes=["count", "enable_encryption_at_host"]))
 
     creds = az.containerservice.list_managed_cluster_user_credentials_output(
@@ -205,11 +214,12 @@ def program(plan: "Plan") -> None:
         "labels": c.tags(plan)},
         data={"priorities": priorities}, opts=pulumi.ResourceOptions(provider=provider))
     installed = c.install_addons(k8s, pulumi, plan, provider)
+    ns = c.JobNamespace(k8s, pulumi, plan, provider)
     storage_id = storage(az, pulumi, k8s, plan, rg, vnet, subnet, nsg, tags, provider,
-                         list(installed.values()), lustre_subnet=LUSTRE_SUBNET)
+                         list(installed.values()), ns, lustre_subnet=LUSTRE_SUBNET)
     storage_id = blob.bucket_and_identity(   # checkpoints in Blob: the job's workload identity
         az, pulumi, k8s, plan, rg=rg, aks=aks, tags=tags, client=client, role_id=_role_id,
-        provider=provider, depends_on=list(installed.values())) or storage_id
+        provider=provider, namespace=ns, depends_on=list(installed.values())) or storage_id
 
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", aks.name)

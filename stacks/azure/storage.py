@@ -38,7 +38,7 @@ def amlfs_capacity_tib(size_bytes: int | None, sku: str = AMLFS_SKU) -> tuple[in
 
 
 def storage(az, pulumi, k8s, plan: "Plan", rg, vnet, subnet, nsg, tags, provider, addons,
-            lustre_subnet: str):
+            ns, lustre_subnet: str):
     kind = plan.spec.storage.kind
     if kind == "cephfs":
         return c.cephfs_storage_class(k8s, pulumi, plan, provider).metadata["name"]
@@ -60,7 +60,7 @@ def storage(az, pulumi, k8s, plan: "Plan", rg, vnet, subnet, nsg, tags, provider
                                      account_name=account.name, share_name="data",
                                      enabled_protocols="NFS", root_squash="NoRootSquash",
                                      share_quota=gib)
-        c.data_volume(k8s, pulumi, plan, provider, driver="file.csi.azure.com",
+        c.data_volume(k8s, pulumi, plan, provider, namespace=ns, driver="file.csi.azure.com",
                       handle=share.id, capacity_gib=gib,
                       attributes={"resourceGroup": rg.name, "storageAccount": account.name,
                                   "shareName": "data", "protocol": "nfs"})
@@ -81,7 +81,8 @@ def storage(az, pulumi, k8s, plan: "Plan", rg, vnet, subnet, nsg, tags, provider
             sku={"name": AMLFS_SKU}, storage_capacity_ti_b=tib,
             filesystem_subnet=sub.id, zones=plan.zones[:1] or ["1"],
             maintenance_window={"day_of_week": "Sunday", "time_of_day_utc": "03:00"})
-        c.data_volume(k8s, pulumi, plan, provider, driver="azurelustre.csi.azure.com",
+        c.data_volume(k8s, pulumi, plan, provider, namespace=ns,
+                      driver="azurelustre.csi.azure.com",
                       handle=fs.id, capacity_gib=tib * 1024, depends_on=addons,
                       attributes={"mgs-ip-address": fs.client_info.mgs_address,
                                   "fs-name": "lustrefs"})

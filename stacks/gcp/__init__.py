@@ -3,7 +3,7 @@
 from stacks.gcp.prerequisites import manual_prerequisites  # noqa: F401  (printed by `up`)
 
 # stacks.StackFacts (pure). The pools module loads on first use: `plan` imports this package
-# only for manual_prerequisites, and pools brings stacks.common (~3 ms of dataclasses).
+# only for manual_prerequisites, and pools brings stacks.common (its dataclasses).
 
 
 def node_pools(plan):

@@ -14,6 +14,7 @@ from reclaunch.errors import require
 from stacks import common as c
 from stacks import versions
 from stacks.gcp import bucket as gcs
+from stacks.gcp import registry
 from stacks.gcp.secrets import secrets_key
 from stacks.gcp.pools import (COMPUTE_CLASS_LABEL, SYSTEM_MACHINE, accelerator, compute_class,
                               node_pools)
@@ -23,11 +24,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 NODE_CIDR, POD_CIDR, SVC_CIDR, MASTER_CIDR = ("10.2.0.0/20", "10.4.0.0/14", "10.8.0.0/20",
                                               "172.16.0.0/28")
-# Node service-account roles: what GoogleCloudPlatform/cluster-toolkit
-# examples/gke-a3-megagpu/gke-a3-megagpu.yaml grants its node pool service account.
+# Node service-account roles on the project: the logging and monitoring ones of
+# GoogleCloudPlatform/cluster-toolkit examples/gke-a3-megagpu/gke-a3-megagpu.yaml. That example
+# also grants roles/storage.objectViewer and roles/artifactregistry.reader on the whole
+# project; here image pull is granted on the job image's repository only (stacks/gcp/
+# registry.py), so a node cannot read the project's buckets or other registries.
 NODE_SA_ROLES = ("roles/logging.logWriter", "roles/monitoring.metricWriter",
-                 "roles/monitoring.viewer", "roles/stackdriver.resourceMetadata.writer",
-                 "roles/storage.objectViewer", "roles/artifactregistry.reader")
+                 "roles/monitoring.viewer", "roles/stackdriver.resourceMetadata.writer")
+IMAGE_PULL_ROLE = "roles/artifactregistry.reader"
 # GKE sets these itself; they are not node_config labels.
 SET_BY_GKE = ("cloud.google.com/", "kubernetes.io/", "node.kubernetes.io/")
 GKE_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE",
@@ -121,6 +125,7 @@ def program(plan: "Plan") -> None:
     k8s = require("pulumi_kubernetes", "gcp")
     labels = c.labels(plan)
     project = gcp.organizations.get_client_config().project
+    gcs.require_uniform_access(gcp, plan)   # before anything exists: a refusal leaves nothing
     zone = plan.zones[0] if plan.zones else f"{plan.region}-a"
 
     vpc = gcp.compute.Network(c.name(plan, "vpc"), auto_create_subnetworks=False)
@@ -142,9 +147,15 @@ def program(plan: "Plan") -> None:
     sa = gcp.serviceaccount.Account(c.name(plan, "nodes", max_len=30),
                                     account_id=c.name(plan, "nodes", max_len=30),
                                     display_name=f"reclaunch {plan.name} nodes")
+    node_member = sa.email.apply(lambda e: f"serviceAccount:{e}")
     for role in NODE_SA_ROLES:
         gcp.projects.IAMMember(c.name(plan, role.split("/")[1]), project=project, role=role,
-                               member=sa.email.apply(lambda e: f"serviceAccount:{e}"))
+                               member=node_member)
+    repo = registry.repository(plan.spec.job.image)
+    if repo is not None:   # the job image's repository: pull there, nowhere else
+        gcp.artifactregistry.RepositoryIamMember(
+            c.name(plan, "image-pull"), project=repo.project, location=repo.location,
+            repository=repo.repository, role=IMAGE_PULL_ROLE, member=node_member)
     endpoint, authorized = master_access(plan)
     pools = node_pools(plan)
     system_pool = pools[0]
@@ -250,10 +261,11 @@ def program(plan: "Plan") -> None:
             opts=pulumi.ResourceOptions(provider=provider, depends_on=list(gpu_pools.values())))
     installed = c.install_addons(k8s, pulumi, plan, provider,
                                  depends_on=list(gpu_pools.values()))
-    storage_id = _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider)
+    ns = c.JobNamespace(k8s, pulumi, plan, provider)
+    storage_id = _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider, ns)
     storage_id = gcs.bucket_and_identity(   # checkpoints in GCS: the job's Workload Identity
         gcp, pulumi, k8s, plan, project=project, labels=labels, location=plan.region,
-        provider=provider, depends_on=list(gpu_pools.values())) or storage_id
+        provider=provider, namespace=ns, cluster=cluster, depends_on=list(gpu_pools.values())) or storage_id
 
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", cluster.name)
@@ -298,7 +310,7 @@ def filestore_gib(plan: "Plan") -> int:
     return min(hi, max(lo, c.storage_gib(plan, lo, step)))
 
 
-def _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider):
+def _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider, ns):
     kind = plan.spec.storage.kind
     if kind == "cephfs":
         return c.cephfs_storage_class(k8s, pulumi, plan, provider).metadata["name"]
@@ -309,7 +321,8 @@ def _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider):
         c.name(plan, "filestore"), name=c.name(plan, "data"), location=zone, tier="ZONAL",
         labels=labels, file_shares={"name": "data", "capacity_gb": gib},
         networks=[{"network": vpc.name, "modes": ["MODE_IPV4"]}])
-    c.data_volume(k8s, pulumi, plan, provider, driver="filestore.csi.storage.gke.io",
+    c.data_volume(k8s, pulumi, plan, provider, namespace=ns,
+                  driver="filestore.csi.storage.gke.io",
                   handle=pulumi.Output.concat("modeInstance/", zone, "/", fs.name, "/data"),
                   capacity_gib=gib,
                   attributes={"ip": fs.networks[0].ip_addresses[0], "volume": "data"})

@@ -106,7 +106,8 @@ def test_pins_are_read_by_the_modules_that_own_them():
     from reclaunch.cli.envpins import READERS
     from reclaunch.runtime import backend
 
-    assert set(READERS) == {host.MEMORY_VAR, host.CPUS_VAR, host.TODAY_VAR, backend.SECRETS_ENV}
+    assert set(READERS) == {host.MEMORY_VAR, host.CPUS_VAR, host.TODAY_VAR, host.LOAD_VAR,
+                            backend.SECRETS_ENV}
     for module, name, _ in READERS.values():
         assert callable(getattr(sys.modules[module], name))
 
@@ -114,7 +115,7 @@ def test_pins_are_read_by_the_modules_that_own_them():
 def test_a_moved_home_alone_imports_no_pin_reader(tmp_path, monkeypatch):
     monkeypatch.setenv("RECLAUNCH_HOME", str(tmp_path))
     for var in ("RECLAUNCH_HOST_MEMORY", "RECLAUNCH_HOST_CPUS", "RECLAUNCH_TODAY",
-                "RECLAUNCH_SECRETS_PROVIDER"):
+                "RECLAUNCH_HOST_LOAD", "RECLAUNCH_SECRETS_PROVIDER"):
         monkeypatch.delenv(var, raising=False)
     mods = loaded("validate", "examples/aws-deepfm-p4d.yaml")
     assert "reclaunch.runtime.backend" not in mods

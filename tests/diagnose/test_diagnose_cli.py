@@ -106,3 +106,32 @@ def test_cli_import_stays_light():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                        timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_status_and_diagnose_compare_with_the_figure_up_printed(capsys, local_run):
+    # Issue 42: `plan` printed this host's calibrated figure (19.2k) while status and diagnose
+    # re-planned without the calibration (77.8k) and compared the run with that.
+    from reclaunch.planner import make_plan
+    from reclaunch.providers.local import _journal
+    from reclaunch.runtime import calibrate as cal
+    from reclaunch.runtime.measurements import plan_context
+    from reclaunch.spec import load_spec
+
+    plan, write = local_run
+    cal.calibrate(runner=lambda doc, trainer: {
+        "step_s": 0.2 + doc["job"]["batch_size"] * 1e-4, "first_step_s": 9.0,
+        "samples_per_s": 2 * doc["job"]["batch_size"] / (0.2 + doc["job"]["batch_size"] * 1e-4)})
+    spec = load_spec(ROOT / "examples" / "local-deepfm.yaml")
+    printed = make_plan(spec, context=plan_context(spec))       # what `plan` and `up` print
+    assert "calibrated on this host" in printed.throughput_basis["source"]
+    assert abs(printed.throughput_samples_per_second / plan.throughput_samples_per_second - 1) > 0.2
+    _journal(printed, None)                                      # as `up` records it
+    write(synth.local(final=True))
+    code, out, err = _cli(capsys, "diagnose", plan.name, "--json")
+    assert code == 0, err
+    rows = {r["what"]: r for r in json.loads(out)["rows"]}
+    assert rows["samples/s (cluster)"]["planned"] == pytest.approx(printed.throughput_samples_per_second)
+    code, out, err = _cli(capsys, "status", plan.name, "--json")
+    assert code == 0, err
+    brief = json.loads(out)["details"]["measured"]
+    assert brief["planned_samples_per_s"] == pytest.approx(printed.throughput_samples_per_second)

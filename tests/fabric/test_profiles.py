@@ -27,7 +27,8 @@ def test_efa_devices_per_instance(instance, devices, name):
     req = pod_requirements(prof, "demo", 8)
     assert prof.name == name and prof.fabric == "efa"
     assert req.resources[EFA] == devices
-    assert req.resources["hugepages-2Mi"] == "5120Mi"
+    # FI_EFA_USE_HUGE_PAGE=0: libfabric takes no hugepages, so the pod asks for none
+    assert not any(k.startswith("hugepages-") for k in req.resources)
     assert req.resources["nvidia.com/gpu"] == 8
     assert prof.transport == "NET/OFI"
 
@@ -139,7 +140,14 @@ def test_tcpxo_env_is_the_installers_profile():
         exports.pop(k)
     env = dict(profile_for("gcp", "a3-megagpu-8g").env)
     assert {k: env.get(k) for k in exports} == exports
-    assert set(env) - set(exports) == {"NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"}
+    assert set(env) - set(exports) == {"NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", "NCCL_NET"}
+
+
+def test_tcpxo_pins_its_plugin_net():
+    """NCCL_NET names the plugin's net, the one its logs show (NET/FasTrak): a pod without the
+    plugin fails NCCL init instead of training over sockets (issue 37)."""
+    prof = profile_for("gcp", "a3-megagpu-8g")
+    assert dict(prof.env)["NCCL_NET"] == prof.transport.split("/", 1)[1] == "FasTrak"
 
 
 def test_rxdm_image_comes_from_the_pinned_installer_row():

@@ -314,3 +314,4 @@ def test_up_shows_what_needs_a_person_before_creating_anything(world, plan):
     text = out.getvalue()
     assert "needs a person first" in text and "Service Quotas" in text and "vCPU" in text
     assert st.state == "Pending" and not world.cloud.created
+

@@ -55,8 +55,13 @@ def test_end_to_end_two_nodes_succeed_and_tear_down(home, provider, helpers):
     recs, bad = load_all()
     assert len(recs) == 1 and not bad and recs[0].run == "e2e" and recs[0].samples_per_s > 0
     again = make_plan(spec, context=plan_context(spec))
-    assert again.throughput_basis["kind"] == "measured"
-    assert again.throughput_samples_per_second == recs[0].samples_per_s
+    from reclaunch.planner.measured import why_not_clean
+    assert recs[0].reclaims == 0 and recs[0].load_per_core == 0.0   # no drill; RECLAUNCH_HOST_LOAD pinned
+    if why_not_clean(recs[0]) is None:
+        assert again.throughput_basis["kind"] == "measured"
+        assert again.throughput_samples_per_second == recs[0].samples_per_s
+    else:   # an unsteady rate on a busy machine: beside the model, not instead of it
+        assert again.throughput_basis["measured_runs"]["runs"] == 1
     print(f"e2e wall {time.monotonic() - t0:.1f}s")
     provider.down("e2e", yes=True)
     assert not (home / "local" / "e2e").exists()
@@ -101,6 +106,14 @@ def test_spot_reclaim_drill_resumes_from_checkpoint(home, provider, node, worker
         assert meta["step"] == step > 0 and meta["world_size"] in (1, 2)
         assert len([n for n in meta["files"] if n.endswith(".distcp")]) == meta["world_size"]
     assert_nothing_left("drill", st.details["port"])
+    # the run's record says it was reclaimed: the next plan does not take its rate alone
+    from reclaunch.planner import make_plan
+    from reclaunch.runtime.measurements import load_all, plan_context
+    recs, _ = load_all()
+    assert len(recs) == 1 and recs[0].reclaims == 1
+    again = make_plan(spec, context=plan_context(spec))
+    assert again.throughput_basis["kind"] == "model"
+    assert "reclaim" in again.throughput_basis["measured_runs"]["excluded"][0]
     provider.down("drill", yes=True)
 
 

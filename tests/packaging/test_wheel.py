@@ -46,3 +46,16 @@ def test_wheel_runs_from_itself(wheel, tmp_path) -> None:
                           text=True, timeout=60, env={"PYTHONPATH": str(wheel), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     assert "reclaunch cluster.yaml" in proc.stdout
+
+
+def test_an_installed_wheel_finds_its_reference_trainer(wheel, tmp_path) -> None:
+    # `reclaunch calibrate` of an installed package (issue 41 item 12): unpacked as pip does.
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    assert (site / "reclaunch" / "_trainer" / "train.py").is_file()
+    code = ("from reclaunch.runtime.calibrate import trainer_path; p = trainer_path(); "
+            "assert p.is_file(), p; print(p)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(site / "reclaunch" / "_trainer" / "train.py")

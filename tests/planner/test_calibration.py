@@ -1,8 +1,12 @@
 """Predictions vs published results (reclaunch/planner/data/calibration.yaml).
 
-Every row must be within its tolerance (2x: none beyond, issue 21) and the set must keep the
-share within 25% it reached when the constants were fitted (planner.yaml perf.fit). Run with
--s for the ratios; bench/bench_calibration.py prints the table and the leave-one-source-out error.
+The rows of `split: holdout` sources are never fitted (bench/bench_calibration.py fits the
+others). Issue 38 asks that at least 70% of them are predicted within 1.5x, none beyond 2x and
+that the plan's own P10-P90 range holds at least 80% of them. At the 2026-12-03 fit: 16/23
+within 1.5x (69.6%), 3 beyond 2x (Merlin distributed-embeddings rows at 2.02-2.18x), 18/23 in
+the range (78%): not met yet. The test holds the recorded result (planner.yaml
+perf.fit.holdout), so a change that loses ground fails here. Every fit row must be within its
+tolerance (2x unless the row says why not). Run with -s for the ratios.
 """
 
 import math
@@ -10,67 +14,81 @@ import math
 import pytest
 
 from planner_published import predict, rows, source_of
+from reclaunch.planner.published import fit_rows, held_out_rows
 from reclaunch.catalog import bundled_catalog
 from reclaunch.planner import uncertainty
 from reclaunch.planner.constants import constants
 
 ROWS = rows()
+FIT = fit_rows()
+HELD = held_out_rows()
 TOLERANCE = 2.0
-# The share of rows within 25% at the last fit (bench/bench_calibration.py); a model change
-# that loses ground fails here. The issue's target is 80%: see README "What the numbers stand on".
-MIN_WITHIN_25 = 0.8
 
 
 @pytest.fixture(scope="module")
-def ratios():
+def plans():
     cat = bundled_catalog()
-    return {r.id: predict(r, cat)[1] for r in ROWS}
+    return {r.id: predict(r, cat) for r in ROWS}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
-def test_row_within_tolerance(row, ratios):
-    ratio = ratios[row.id]
+@pytest.mark.parametrize("row", FIT, ids=[r.id for r in FIT])
+def test_fit_row_within_tolerance(row, plans):
+    ratio = plans[row.id][1]
     print(f"{row.id}: published {row.published / 1e6:.2f}M, ratio {ratio:.2f}")
     tol = float(row.raw.get("tolerance", TOLERANCE))
+    assert tol == TOLERANCE or row.raw.get("note"), f"{row.id}: a wider tolerance says why (note)"
     assert 1 / tol <= ratio <= tol
 
 
-def test_share_within_25_percent(ratios):
-    within = sum(1 for x in ratios.values() if 0.8 <= x <= 1.25)
-    assert within / len(ratios) >= MIN_WITHIN_25, f"{within}/{len(ratios)} within 25%"
+def test_held_out_sources_hold_their_ground(plans):
+    ratios = [plans[r.id][1] for r in HELD]
+    within = sum(1 for x in ratios if 1 / 1.5 <= x <= 1.5)
+    beyond = [r.id for r, x in zip(HELD, ratios) if not 0.5 <= x <= 2.0]
+    inside = 0
+    for r in HELD:
+        lo, hi = plans[r.id][0].throughput_range
+        inside += lo <= r.published <= hi
+    print(f"held out: {within}/{len(HELD)} within 1.5x, beyond 2x: {beyond}, "
+          f"in the plan's range: {inside}/{len(HELD)}")
+    rec = constants()["perf"]["fit"]["holdout"]
+    assert within >= rec["within_1_5x"] and inside >= rec["in_range"] and len(beyond) <= rec["beyond_2x"]
+    assert all(r.startswith("de-") for r in beyond), beyond       # the one source still beyond 2x
 
 
-def test_the_set_spans_what_issue_21_asks():
-    assert len(ROWS) >= 25
+def test_the_set_spans_what_issue_38_asks():
+    assert len(FIT) + len(HELD) >= 60 and len(ROWS) - len(FIT) - len(HELD) <= 2 and len({source_of(r) for r in ROWS}) >= 10
+    assert sum(r.gpus >= 16 for r in ROWS) >= 10 and sum(r.gpus <= 4 for r in ROWS) >= 10
+    fit_src, held_src = {source_of(r) for r in FIT}, {source_of(r) for r in HELD}
+    assert len(held_src) >= 3 and not fit_src & held_src      # held out by source, never fitted
+    assert sum(r.gpus >= 16 for r in HELD) >= 3 and sum(r.gpus <= 4 for r in HELD) >= 3
     assert len({r.family for r in ROWS}) >= 4
-    assert len({r.gpu.split("-")[0] for r in ROWS}) >= 3
-    gpus = {r.gpus for r in ROWS}
-    assert min(gpus) == 1 and max(gpus) >= 128 and 4 in gpus
-    assert len({source_of(r) for r in ROWS}) >= 5
+    assert {"A100", "H100", "H200", "B200"} <= {r.gpu.split("-")[0] for r in ROWS}
     for r in ROWS:
         assert r.source and r.raw["precision"] in ("fp32", "tf32", "fp16", "bf16")
         assert r.raw["model"]["embedding_dtype"] in ("fp32", "fp16", "bf16", "int8")
+        assert r.raw["job_stack"] and r.raw.get("split", "fit") in ("fit", "holdout")
 
 
 def test_rows_are_distinct():
     keys = [(r.source, r.raw["nodes"], r.raw["gpus_per_node"], r.raw["batch_per_gpu"],
-             r.raw["precision"], r.raw["execution"], r.gpu, r.published) for r in ROWS]
+             r.raw["precision"], r.raw["job_stack"], r.raw.get("execution"), r.gpu, r.published,
+             str(r.raw["model"])) for r in ROWS]
     assert len(set(keys)) == len(keys)
     assert len({r.id for r in ROWS}) == len(ROWS)
 
 
 def test_fit_record_and_range():
     f = constants()["perf"]["fit"]
-    assert f["rows"] == len(ROWS) and str(f["date"])
+    assert f["rows"] == len(FIT) and str(f["date"])
+    assert f["holdout"]["rows"] == len(HELD)
     lo, hi = uncertainty.ratios()
     assert 0 < lo < f["ratio_p50"] < hi
     p10, p90 = uncertainty.throughput_range(1e6)
     assert p10 < 1e6 < p90 and math.isclose(p10 * hi, 1e6) and math.isclose(p90 * lo, 1e6)
 
 
-def test_one_gpu_and_four_gpu_rows_plan_cleanly(ratios):
+def test_one_gpu_and_four_gpu_rows_plan_cleanly(plans):
     by = {r.id: r for r in ROWS}
-    cat = bundled_catalog()
     for rid in ("dle-pt-dlrm-1-tf32", "mlperf40-dell-1x4-h100"):
-        plan, _ = predict(by[rid], cat)
+        plan, _ = plans[rid]
         assert plan.world_size == by[rid].gpus and plan.throughput_range is not None

@@ -98,8 +98,8 @@ def test_the_plan_text_keeps_its_labels_values_and_order(p4d):
     text = render_plan(p4d)
     head = text[:text.index("┏")].splitlines()[1:-1]    # up to the first table's title
     labels = [line.split("  ")[0].strip() for line in head if not line.startswith("  ")]
-    assert labels == ["cluster", "fabric", "parallelism", "fits", "throughput", "duration",
-                      "startup", "cost on-demand", "cost spot", "line items", "prices"]
+    assert labels == ["cluster", "fabric", "stack", "parallelism", "fits", "throughput", "duration",
+                      "startup", "cost on-demand", "cost spot", "line items", "prices", "P10-P90 covers"]
     order = ["memory per GPU (GiB)", "step time (ms)", "sharding per table (TorchRec)",
              "predicted per rank (embedding part of the step)"] + ["warnings"] * bool(p4d.warnings)
     at = [text.index(t) for t in order]

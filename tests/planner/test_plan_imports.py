@@ -47,7 +47,7 @@ def test_validate_imports_no_planner_fabric_stacks_or_rich():
 def test_plan_imports_only_what_it_shows(example, cloud):
     mods = loaded("plan", f"examples/{example}")
     assert "reclaunch.planner.core" in mods and "reclaunch.ui.grid" in mods   # the guard sees the path
-    # The text is laid out by ui/grid.py: rich's import and table layout cost ~60 ms of start-up.
+    # The text is laid out by ui/grid.py: rich's import and table layout are start-up cost.
     assert not _hits(mods, ("rich", *SDKS, *NEVER_ON_PLAN))
     # The "needs a person" list reads the spec's own cloud's stack facts, never a program.
     others = [f"stacks.{c}" for c in ("aws", "azure", "gcp") if c != cloud]

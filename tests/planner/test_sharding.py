@@ -44,8 +44,9 @@ def test_deepfm_p4d_shards_its_tables_and_says_why():
     text = render_plan(plan, width=160)
     assert "sharding per table" in text and "predicted per rank" in text and "(slowest)" in text
     assert "item_id" in text and "rule of thumb" in text
-    # all-reducing 1.45 GiB of table gradients over EFA every step is the slow plan
-    assert plan.sharding.alternatives["data_parallel"] > 10 * plan.step.total_seconds
+    # all-reducing 1.45 GiB of table gradients over EFA every step is the slow plan (the
+    # planned step itself waits for TorchRec's host work: planner/perf.py host_work)
+    assert plan.sharding.alternatives["data_parallel"] > 5 * plan.step.total_seconds
     assert plan.step.allreduce_seconds < 0.5 * plan.step.total_seconds
 
 
@@ -89,8 +90,12 @@ def test_pins_are_kept_and_ranks_still_planned():
 
 
 def test_tiny_tables_stay_data_parallel_and_hot_ones_are_split():
-    # DLRM one-hot on 2 x 8 H100: 3- to 155-row tables are cheaper replicated than sent.
-    plan = make_plan(load_spec(ROOT / "examples/aws-auto-h100.yaml"), bundled_catalog())
+    # DLRM one-hot on 2 x 8 H100: 3- to 155-row tables are cheaper replicated than sent (on the
+    # GPU's path: a captured step, so the host issuing it does not set the pace).
+    spec = load_spec(ROOT / "examples/aws-auto-h100.yaml")
+    doc = spec.model_dump(mode="json", exclude_unset=True)
+    doc["job"]["stack"] = "cuda-graph"
+    plan = make_plan(type(spec).model_validate(doc), bundled_catalog())
     t = {x.name: x for x in plan.sharding.tables}
     assert all(t[n].sharding_type == "data_parallel" for n in ("cat_5", "cat_12", "cat_16"))
     big = t["cat_0"]

@@ -100,13 +100,14 @@ def test_a_matching_record_prices_the_job_at_the_measured_rate():
     cat = bundled_catalog()
     spec = make_spec(nodes=2)
     model = make_plan(spec, cat)
-    old = record_for(model, 1.0e6, "2026-11-01T00:00:00+00:00")
-    new = record_for(model, 2.0e6)
+    old = record_for(model, 1.9e6, "2026-11-01T00:00:00+00:00")
+    new = record_for(model, 2.1e6)
     p = make_plan(spec, cat, context=meas.PlanContext(measurements=(old, new)))
-    assert p.throughput_samples_per_second == 2.0e6                      # the newest wins
+    assert p.throughput_samples_per_second == pytest.approx(2.0e6)      # the clean runs' median
     assert p.throughput_model_samples_per_second == pytest.approx(model.throughput_samples_per_second)
     b = p.to_json()["throughput_basis"]
     assert b["kind"] == "measured" and b["measured_at"] == new.measured_at and "run t" in b["source"]
+    assert b["runs"] == b["clean_runs"] == 2
     train_h = 1e9 / 2.0e6 / 3600
     assert p.duration_hours == pytest.approx(train_h + p.startup.seconds / 3600)
     assert p.cost.on_demand_total_usd == pytest.approx(
@@ -224,3 +225,12 @@ def test_noisy_points_fall_back_to_the_better_of_offset_and_ratio():
     ratio = sum(p.step_s for p in noisy.points) / sum(xs)
     worse = max(abs(p.step_s / (ratio * x) - 1) for p, x in zip(noisy.points, xs))
     assert max(abs(r) for r in f.residuals) < worse
+
+
+def test_a_spot_plan_with_fallback_says_when_the_autoscaler_tries_on_demand():
+    note = "after 10 min without a Ready node"
+    spot = make_plan(make_spec(spot={"enabled": True, "fallback": "on-demand"}), bundled_catalog())
+    assert any(note in n for n in spot.startup.notes)
+    for spec in (make_spec(spot={"enabled": True, "fallback": "none"}),
+                 make_spec(spot={"enabled": False})):
+        assert not any(note in n for n in make_plan(spec, bundled_catalog()).startup.notes)

@@ -5,41 +5,67 @@ import pytest
 from planner_helpers import make_spec
 from reclaunch.catalog import bundled_catalog
 from reclaunch.planner import make_plan, over_budget, uncertainty
-from reclaunch.planner.perf import dense_seconds, launch_seconds
+from reclaunch.planner.perf import dense_seconds, host_work
 
 
 def test_json_carries_ranges_around_the_point():
     p = make_plan(make_spec(), bundled_catalog())
     j = p.to_json()
     lo, hi = j["throughput_range"]
-    assert lo < j["throughput_samples_per_second"] < hi
+    point = j["throughput_samples_per_second"]
+    assert lo < point < hi
     for key in ("on_demand_total_usd", "spot_total_usd"):
         if j["cost"][key] is not None:
             a, b = j["cost"][f"{key}_range"]
             assert a < j["cost"][key] < b
     h0, h1 = j["duration_hours_range"]
     assert h0 < j["duration_hours"] < h1
-    # hours and samples/s are the same spread seen from both sides
+    # the model's band at least; wider for what the plan does not know (here: the stack)
     q10, q90 = uncertainty.ratios()
-    assert hi == pytest.approx(j["throughput_samples_per_second"] / q10)
+    assert hi >= point / q10 * 0.9999 and lo <= point / q90 * 1.0001
+    assert j["range_covers"][0].startswith("model error") and any("stack" in c for c in j["range_covers"])
+    # hours and samples/s are the same spread seen from both sides, the startup at its own
     up_h = j["startup"]["seconds"] / 3600.0
-    assert h1 == pytest.approx(up_h + (j["duration_hours"] - up_h) * q90)
+    s10, s90 = uncertainty.constants_startup_spread(p.startup)
+    train_h = j["duration_hours"] - up_h
+    assert h1 == pytest.approx(up_h * s90 + train_h * point / lo)
+    assert h0 == pytest.approx(up_h * s10 + train_h * point / hi)
 
 
-def test_startup_is_not_scaled_by_the_step_time_spread():
-    # The startup is paid in full however fast the steps run: no end of the range may sit
-    # below it (scaling the whole duration put the P10 under the startup alone).
+def test_the_startup_is_spread_by_its_own_figures_not_the_step_time():
+    # The startup is paid in full however fast the steps run: its spread is startup.yaml's,
+    # so no end of the range sits below the startup's own P10.
     p = make_plan(make_spec(), bundled_catalog())
     j = p.to_json()
     up_h, billed_h = j["startup"]["seconds"] / 3600.0, j["startup"]["billed_seconds"] / 3600.0
     assert up_h > 0 and billed_h > 0
-    q10, q90 = uncertainty.ratios()
-    train_h = j["duration_hours"] - up_h
-    assert j["duration_hours_range"] == pytest.approx([up_h + train_h * q10, up_h + train_h * q90])
+    s10, s90 = uncertainty.constants_startup_spread(p.startup)
+    assert 0 < s10 < 1 < s90
+    assert j["duration_hours_range"][0] > up_h * s10
+    assert any(c.startswith("startup x") for c in j["range_covers"])
     c = j["cost"]
-    assert c["on_demand_total_usd_range"][0] > c["on_demand_usd_per_hour"] * billed_h
+    assert c["on_demand_total_usd_range"][0] > c["on_demand_usd_per_hour"] * billed_h * s10
     if c["spot_total_usd"] is not None:
-        assert c["spot_total_usd_range"][0] > c["spot_usd_per_hour"] * billed_h
+        assert c["spot_total_usd_range"][0] > c["spot_usd_per_hour"] * billed_h * s10
+
+
+def test_a_stated_stack_on_a_measured_fabric_keeps_the_models_band():
+    p = make_plan(make_spec(job={"stack": "torchrec"}), bundled_catalog())
+    q10, q90 = uncertainty.ratios()
+    point = p.throughput_samples_per_second
+    assert p.throughput_range == pytest.approx([point / q90, point / q10])
+    assert not any("stack" in c or "interconnect" in c for c in p.range_covers)
+
+
+def test_an_unmeasured_fabric_widens_the_range_by_its_exposed_comm():
+    cat = bundled_catalog()
+    # ND H100 v5's inter-node figure is derived from the link rate (fabric/profiles.py)
+    p = make_plan(make_spec(cloud="azure", region="eastus", instance_type="Standard_ND96isr_H100_v5",
+                            nodes=4, job={"stack": "torchrec"}), cat)
+    q10, q90 = uncertainty.ratios()
+    point = p.throughput_samples_per_second
+    assert p.throughput_range[1] > point / q10 and p.throughput_range[0] < point / q90
+    assert any("interconnect" in c for c in p.range_covers)
 
 
 def test_budget_is_held_to_the_p90():
@@ -68,14 +94,14 @@ def test_execution_and_gradient_dtype_change_the_step():
     eager = make_plan(make_spec(job={"batch_size": 256}), cat)
     graph = make_plan(make_spec(job={"batch_size": 256, "execution": "cuda_graph"}), cat)
     assert graph.step.total_seconds < eager.step.total_seconds
-    assert launch_seconds(graph.spec, 4) < launch_seconds(eager.spec, 4)
+    assert host_work(graph.spec, "cuda", 4).seconds(2) < host_work(eager.spec, "cuda", 4).seconds(2)
     fp32 = make_plan(make_spec(nodes=2), cat)
     half = make_plan(make_spec(nodes=2, job={"gradient_dtype": "bf16"}), cat)
     assert half.step.allreduce_seconds < fp32.step.allreduce_seconds
 
 
 def test_gemm_efficiency_rises_with_batch():
-    # Per-sample dense time falls as the batch grows (memory-bound small GEMMs, fixed launches).
+    # Per-sample dense time falls as the batch grows (memory-bound small GEMMs).
     cat = bundled_catalog()
     per = []
     for b in (64, 1024, 65536):

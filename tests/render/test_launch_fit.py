@@ -126,11 +126,13 @@ def _container(obj):
 
 
 def test_hugepages_without_cpu_or_memory_is_rejected():
-    """The AWS preflight as it was: limits only, hugepages and devices, no cpu/memory."""
+    """The AWS preflight as it was: limits only, hugepages and devices, no cpu/memory (no EFA
+    profile asks for hugepages any more: they are planted)."""
     pre = preflight_job(example_plan("aws-deepfm-p4d"))
     assert api_server_rules(pre) == []
     res = _container(pre)["resources"]
     assert res["requests"]["cpu"] and res["requests"]["memory"]
+    res["limits"]["hugepages-2Mi"] = "5120Mi"
     res.pop("requests")
     res["limits"].pop("memory")
     assert any("HugePages require cpu or memory" in p for p in api_server_rules(pre))
@@ -189,7 +191,7 @@ def _rows(plan, pools=None, addons=None, objs=None):
     addons = got_addons if addons is None else addons
     if objs is None:
         return schedule(plan, pools, addons, catalog())
-    capacity = {p.name: pool_capacity(plan, p, catalog()) for p in pools}
+    capacity = {p.name: pool_capacity(plan, p, addons, catalog()) for p in pools}
     return check(pods_of(objs, "training"), pools, addons, capacity)
 
 
@@ -289,6 +291,7 @@ def test_api_server_rejection_is_a_schedule_reason():
     plan = example_plan("aws-deepfm-p4d")
     pre = preflight_job(plan)
     res = _container(pre)["resources"]
+    res["limits"]["hugepages-2Mi"] = "5120Mi"
     res.pop("requests")
     res["limits"].pop("memory")
     stack_contract(plan)

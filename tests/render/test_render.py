@@ -88,7 +88,7 @@ def test_efa_devices(stem, instance, efa) -> None:
     c = container(job_of(render(plan_for(stem))))
     assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == efa
     assert c["resources"]["limits"]["nvidia.com/gpu"] == 8
-    assert c["resources"]["limits"]["hugepages-2Mi"] == "5120Mi"
+    assert not any(k.startswith("hugepages-") for k in c["resources"]["limits"])
     assert "privileged" not in json.dumps(c)
 
 

@@ -105,10 +105,12 @@ def test_the_resolved_version_reaches_cluster_amis_os_sku_and_autoscaler(monkeyp
 
 
 def test_os_sku_and_lustre_daemonsets_follow_the_minor():
-    from stacks.azure.pools import os_sku
+    from stacks.azure.pools import os_release, os_sku
 
-    assert (os_sku("1.34"), os_sku("1.35"), os_sku("1.37")) == (
+    assert (os_release("1.34"), os_release("1.35"), os_release("1.37")) == (
         "Ubuntu2204", "Ubuntu2404", "Ubuntu2404")
+    # 24.04 is sent as Ubuntu: Ubuntu2404 is not in the installed SDK's API version's enum.
+    assert (os_sku("1.34"), os_sku("1.35"), os_sku("1.37")) == ("Ubuntu2204", "Ubuntu", "Ubuntu")
     lustre = next(a for a in versions.c.load_addons() if a["name"] == "azurelustre-csi-driver")
     assert any(s.endswith("node-noble.yaml") for s in lustre["sources"])
     assert "Ubuntu2404" in lustre["node_selector_in"]["kubernetes.azure.com/os-sku-effective"]
@@ -146,3 +148,34 @@ def test_up_hands_the_cloud_answer_to_the_program_as_stack_config():
     cfg = KubeCloudProvider(cloud)._config(dataclasses.replace(plan, spec=spec))
     assert cfg[KEY] == "1.36" and cfg["aws:region"] == plan.region
     assert CLOUD.kube_versions == "reclaunch.providers.aws.versions:offered"
+
+
+def test_an_addon_holding_the_minor_back_is_said_with_its_end_of_support(caplog):
+    """AKS offers 1.36 and 1.37, network-operator stops at 1.35 (issue 37 §3): `up --dry-run`
+    and `up` list it with what a person must do, and `up` warns the same of the cloud's own
+    answer."""
+    import dataclasses
+
+    from reclaunch.cli.dryrun import needs_a_person
+    from reclaunch.providers import get
+
+    def manual_prerequisites(plan):
+        if plan.cloud == "azure":   # no question to Azure about encryption at host here
+            plan = dataclasses.replace(plan, spec=plan.spec.model_copy(update={
+                "security": plan.spec.security.model_copy(update={"encryption_at_host": False})}))
+        dry, up = needs_a_person(plan, pins=True), get(plan.cloud)._prerequisites(plan)
+        assert dry == up                          # `up --dry-run` shows what `up` shows
+        assert needs_a_person(plan) == [ln for ln in dry if not ln.startswith("Kubernetes ")]
+        return dry
+
+    azure = make_plan("azure")
+    (line,) = [ln for ln in manual_prerequisites(azure) if ln.startswith("Kubernetes ")]
+    end = next(r["end"] for r in versions.table()["clouds"]["azure"]["minors"] if r["minor"] == "1.35")
+    assert line.startswith("Kubernetes 1.35, not 1.37") and "network-operator 26.1.1 supports " \
+        f"at most 1.35" in line and f"ends {end}" in line
+    for cloud in ("aws", "gcp"):       # nothing holds them back in the table
+        assert not [ln for ln in manual_prerequisites(make_plan(cloud)) if ln.startswith("Kubernetes ")]
+    with caplog.at_level("WARNING", logger="reclaunch.versions"):
+        assert resolve(azure, lambda p: ["1.37", "1.36", "1.35"], where="azure") == {KEY: "1.35"}
+    assert any("Kubernetes 1.35, not 1.37" in r.getMessage() for r in caplog.records)
+    assert versions.held_back(azure, "1.35", ["1.35", "1.34"]) == []

@@ -55,7 +55,7 @@ def test_groups_wait_for_capacity_and_template_tags_describe_the_nodes(previews)
     tags = {t["key"]: t["value"] for t in od["tags"]}
     tpl = "k8s.io/cluster-autoscaler/node-template/"
     assert tags[tpl + "resources/vpc.amazonaws.com/efa"] == "32"
-    assert tags[tpl + "resources/hugepages-2Mi"] == "5120Mi"
+    assert not any(k.startswith(tpl + "resources/hugepages-") for k in tags)   # none reserved
     assert tags[tpl + "resources/nvidia.com/gpu"] == "8"
     assert tags[tpl + "label/vpc.amazonaws.com/efa.present"] == "true"
     assert tags[tpl + "label/nvidia.com/gpu.present"] == "true"
@@ -63,14 +63,13 @@ def test_groups_wait_for_capacity_and_template_tags_describe_the_nodes(previews)
     assert len(od["tags"]) <= 50          # the ASG tag limit
 
 
-def test_gpu_nodes_register_the_labels_and_hugepages_the_plugins_need(previews):
+def test_gpu_nodes_register_the_labels_the_plugins_need(previews):
     _, res = previews("aws")
     lt = next(r["inputs"] for r in _of(res, "aws:ec2/launchTemplate:LaunchTemplate")
               if r["name"].endswith("gpu-spot-lt"))
     ud = base64.b64decode(lt["userData"]).decode()
     assert "vpc.amazonaws.com/efa.present=true" in ud and "nvidia.com/gpu.present=true" in ud
-    assert "vm.nr_hugepages = 2560" in ud                 # 5120Mi / 2Mi
-    assert ud.index("text/x-shellscript") < ud.index("application/node.eks.aws")
+    assert "nr_hugepages" not in ud        # FI_EFA_USE_HUGE_PAGE=0: no pool to reserve
     assert "node.kubernetes.io/instance-type=" not in ud  # the kubelet sets that one itself
     assert "kmsKeyId" not in lt["blockDeviceMappings"][0]["ebs"]   # aws/ebs: the ASG may use it
 

@@ -81,7 +81,8 @@ CLOUD = CloudSpec(name="aws", program="stacks.aws.program:program",
                   credentials=credentials,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
                   kube_versions="reclaunch.providers.aws.versions:offered",
-                  stack_config=stack_config, diagnose=scaling_failures)
+                  stack_config=stack_config, diagnose=scaling_failures,
+                  foreign_storage="reclaunch.providers.aws.buckets:foreign")
 
 
 def provider(**overrides) -> KubeCloudProvider:

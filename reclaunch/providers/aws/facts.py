@@ -43,24 +43,54 @@ def _calls(token: str, args: dict, region: str) -> dict:
     }.get(token, {})
 
 
+# (ENIs on the default network card, IPv4 addresses per ENI) of every instance type our AWS
+# stack may run, from awslabs/amazon-eks-ami@81fec2e nodeadm/internal/kubelet/instance-info.jsonl
+# (read 2026-12): nodeadm's max pods, hence kube-reserved memory, follows from them (p4d 737,
+# p5 100, p5en 198: the VPC CNI uses the primary network card only).
+ENIS = {
+    "g5.xlarge": (4, 15), "g5.2xlarge": (4, 15), "g5.4xlarge": (8, 30), "g5.8xlarge": (8, 30),
+    "g5.12xlarge": (15, 50), "g5.16xlarge": (8, 30), "g5.24xlarge": (15, 50),
+    "g5.48xlarge": (7, 50),
+    "g6.xlarge": (4, 15), "g6.2xlarge": (4, 15), "g6.4xlarge": (8, 30), "g6.8xlarge": (8, 30),
+    "g6.12xlarge": (8, 30), "g6.16xlarge": (15, 50), "g6.24xlarge": (15, 50),
+    "g6.48xlarge": (15, 50),
+    "g6e.xlarge": (4, 15), "g6e.2xlarge": (4, 15), "g6e.4xlarge": (8, 30), "g6e.8xlarge": (8, 30),
+    "g6e.12xlarge": (10, 30), "g6e.16xlarge": (15, 50), "g6e.24xlarge": (10, 50),
+    "g6e.48xlarge": (10, 50),
+    "p4d.24xlarge": (15, 50), "p4de.24xlarge": (15, 50), "p5.4xlarge": (4, 30),
+    "p5.48xlarge": (2, 50), "p5e.48xlarge": (2, 50), "p5en.48xlarge": (4, 50),
+    "p6-b200.48xlarge": (4, 50),
+    "m6i.large": (3, 10), "m6i.xlarge": (4, 15), "m6i.2xlarge": (4, 15),
+}
+
+
 FACTS = CloudFacts(
     name="aws", kind="kube", provider="reclaunch.providers.aws", stack="stacks.aws",
     storage=("fsx-lustre", "efs", "cephfs", "pvc", "bucket", "none"),
     reservation_kinds=("odcr", "capacity-block"),
     fabrics=(EFA, ETHERNET),
-    addons=("nvidia-device-plugin", "cluster-autoscaler", "aws-fsx-csi-driver"),
+    addons=("nvidia-device-plugin", "cluster-autoscaler", "aws-fsx-csi-driver",
+            "eks-node-daemonsets"),
     # EKS managed spot node groups carry no taint; their nodes say what they are by label.
     capacity_labels={"eks.amazonaws.com/capacityType": {"SPOT": "spot", "ON_DEMAND": "on-demand"},
                      "karpenter.sh/capacity-type": {"spot": "spot", "on-demand": "on-demand"}},
     allocatable={
-        "source": "awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go "
-                  "(getCPUMillicoresToReserve; getMemoryMebibytesToReserve = 11*maxPods + 255 "
-                  "MiB; evictionHard memory.available<100Mi); max pods <= 110 under 30 vCPUs, "
-                  "<= 250 above (EKS managed node group default)",
+        "source": "awslabs/amazon-eks-ami@81fec2e (2026-07-23) nodeadm/internal/kubelet/config.go: "
+                  "getCPUMillicoresToReserve, getMemoryMebibytesToReserve = 11*maxPods + 255 MiB, "
+                  "evictionHard memory.available<100Mi; maxPods = CalcMaxPods (eni_max_pods.go: "
+                  "default-card ENIs x (IPv4 per ENI - 1) + 2, instance-info.jsonl), which our "
+                  "self-managed AL2023 nodes get (no maxPods override in their NodeConfig)",
+        # nominal -> kubelet capacity: 512 MiB + 4% covers every AWS row of
+        # catalog/data/node_figures.csv (measured: 2.6-3.7% on the large sizes, up to 0.85 GiB
+        # on 16 GiB ones); Karpenter's flat 7.5% guess would take 150 GiB off a p5.
+        "capacity_overhead": {"fixed_mib": 512, "fraction": Fraction(4, 100)},
         # (up to this many cores, fraction of a core reserved per core in the band)
         "cpu_tiers": ((1, Fraction(6, 100)), (2, Fraction(1, 100)), (4, Fraction(5, 1000)),
                       (None, Fraction(25, 10000))),
-        "per_pod_mib": 11, "base_mib": 255, "max_pods": ((30, 110), (None, 250)),
+        "per_pod_mib": 11, "base_mib": 255,
+        "max_pods_by_instance": {it: enis * (ips - 1) + 2 for it, (enis, ips) in ENIS.items()},
+        # an instance nodeadm's file does not list: the most any listed type gets (15 ENIs x 50)
+        "max_pods": 737,
         "eviction_mib": 100,
     },
     # EC2 m6i (aws.amazon.com/ec2/instance-types/m6i), read 2026-11.
@@ -68,6 +98,14 @@ FACTS = CloudFacts(
     planner={
         # AWS Spot Instance Advisor buckets (prices.md): the 5-10%/month bucket's top, 0.10/730 h.
         "reclaim_rate_per_node_hour": 0.000137,
+        # Interrupted share per month, by instance type where the Advisor published its bucket
+        # (aws.amazon.com/ec2/spot/instance-advisor, us-east-1 Linux, read 2026-09-20; prices.md
+        # for p5), else the 5-10% bucket: the plan's spot P50 uses the bucket's middle, its P90
+        # the bucket's top (">20%" read as 20-30%, an assumption).
+        "reclaim_band": (0.05, 0.10),
+        "reclaim_by_instance": {"p5.48xlarge": (0.0, 0.05), "g5.2xlarge": (0.15, 0.20),
+                                "g6.2xlarge": (0.10, 0.15), "g6e.2xlarge": (0.05, 0.10),
+                                "g6e.4xlarge": (0.20, 0.30), "g6e.8xlarge": (0.15, 0.20)},
         "control_plane_usd_per_hour": 0.10,    # prices.md: EKS 0.10/h
         "pvc_usd_per_gb_month": 0.08,          # prices.md: EBS gp3 0.08
         # The spot reclaim notice, the time the SIGTERM checkpoint has: "a two-minute warning"

@@ -54,7 +54,7 @@ FACTS = CloudFacts(
     reservation_kinds=("azure-crg",),
     encryption_at_host=True,   # the others always encrypt at the host
     fabrics=(INFINIBAND, ETHERNET),
-    addons=("nvidia-device-plugin", "azurelustre-csi-driver"),
+    addons=("nvidia-device-plugin", "azurelustre-csi-driver", "aks-node-daemonsets"),
     # learn.microsoft.com/azure/aks/spot-node-pool: spot pools get this taint and label.
     spot_tolerations=({"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal",
                        "value": "spot", "effect": "NoSchedule"},),
@@ -65,8 +65,11 @@ FACTS = CloudFacts(
                   "kube-reserved CPU table; memory min(20 MB x max pods + 50 MB, 25%); "
                   "eviction memory.available<100Mi); max pods 250 (Azure CNI overlay default). "
                   "CPU above 64 cores extends the table's last slope (10m per core).",
+        # nominal -> kubelet capacity: 512 MiB + 4% covers the Azure rows of
+        # catalog/data/node_figures.csv (measured: 1.7-4.2%); no ND-series node was found.
+        "capacity_overhead": {"fixed_mib": 512, "fraction": Fraction(4, 100)},
         "cpu_points": ((1, 60), (2, 100), (4, 140), (8, 180), (16, 260), (32, 420), (64, 740)),
-        "per_pod_mib": 20, "base_mib": 50, "max_pods": ((None, 250),),
+        "per_pod_mib": 20, "base_mib": 50, "max_pods": 250,
         "memory_cap_fraction": Fraction(1, 4),
         "eviction_mib": 100,
     },
@@ -76,6 +79,8 @@ FACTS = CloudFacts(
     planner={
         # Azure publishes no reclaim rates: the ">20%/month" bucket (0.20 / 730 h), conservatively.
         "reclaim_rate_per_node_hour": 0.000274,
+        # No per-family rates published: the ">20%" bucket read as 20-30%/month (assumption).
+        "reclaim_band": (0.20, 0.30),
         "control_plane_usd_per_hour": 0.0,     # prices.md: AKS Free tier 0
         "pvc_usd_per_gb_month": 0.10,          # assumption (prices.md has no Azure disk line)
         # Spot eviction: "at least 30 seconds" of notice through Scheduled Events (Preempt)

@@ -13,7 +13,7 @@ from typing import Any
 
 from reclaunch.errors import ProviderError, require
 from reclaunch.runtime.sweep import (CLUSTER_TAG, Orphan, TransientError, UnreachableError,
-                                     instance_hourly, is_ours, sdk_limits, storage_hourly)
+                                     instance_hourly, is_ours, sdk_limits, storage_hourly, within)
 
 RANK = {"vm-scale-set": 0, "virtual-machine": 1, "disk": 2}
 
@@ -59,6 +59,7 @@ class AzureSweeper:
         connect, read, attempts = sdk_limits()   # a hung ARM endpoint fails in seconds
         kwargs = {"connection_timeout": connect, "read_timeout": read,
                   "retry_total": attempts - 1, "retry_backoff_factor": 0.8, **client_kwargs}
+        kwargs.setdefault("transport", _transport())
         if authentication_policy is not None:
             kwargs["authentication_policy"] = authentication_policy
         if base_url:
@@ -162,6 +163,19 @@ class AzureSweeper:
             self._call(poller.result)  # the LRO: wait until ARM says Succeeded
         except ResourceNotFoundError:
             return  # gone already
+
+
+def _transport():
+    """azure-core's requests transport with a total deadline on each request: its read_timeout
+    is per socket read, so a trickling endpoint would never end (runtime/deadline.py)."""
+    from azure.core.pipeline.transport import RequestsTransport
+
+    class DeadlineTransport(RequestsTransport):
+        def send(self, request, **kwargs):
+            what = f"Azure {request.method} {str(request.url).split('?')[0][:200]}"
+            return within(lambda: super(DeadlineTransport, self).send(request, **kwargs), what)
+
+    return DeadlineTransport()
 
 
 def _first_line(exc: Exception) -> str:

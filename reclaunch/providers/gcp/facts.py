@@ -34,6 +34,9 @@ def _calls(token: str, args: dict, region: str) -> dict:
                                                               "region": region},
         "gcp:organizations/getProject:getProject": {"projectId": "mock-project",
                                                     "number": "123456789012"},
+        # A bucket the user named (stacks/gcp/bucket.py reads its access mode before granting).
+        "gcp:storage/getBucket:getBucket": {"name": args.get("name"), "location": region.upper(),
+                                            "uniformBucketLevelAccess": True},
     }.get(token, {})
 
 
@@ -42,7 +45,7 @@ FACTS = CloudFacts(
     storage=("filestore", "cephfs", "pvc", "bucket", "none"),
     reservation_kinds=("gcp-reservation",),
     fabrics=(TCPX, TCPXO, RDMA, ETHERNET),
-    addons=("gke-nvidia-gpu-device-plugin",),
+    addons=("gke-nvidia-gpu-device-plugin", "gke-node-daemonsets"),
     # cloud.google.com/kubernetes-engine/docs/concepts/spot-vms: the taint GKE puts on Spot pools.
     spot_tolerations=({"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true",
                        "effect": "NoSchedule"},),
@@ -52,6 +55,10 @@ FACTS = CloudFacts(
         "source": "cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes "
                   "(CPU 6/1/0.5/0.25%; memory 25% of the first 4 GiB, 20% of the next 4, 10% "
                   "of the next 8, 6% of the next 112, 2% above 128 GiB; eviction 100Mi)",
+        # nominal -> kubelet capacity: 512 MiB + 3% covers every GCP row of
+        # catalog/data/node_figures.csv (measured on GKE: 1.6-2.1%). The memory tiers apply to
+        # that capacity: they reproduce the measured allocatable of those rows to the KiB.
+        "capacity_overhead": {"fixed_mib": 512, "fraction": Fraction(3, 100)},
         "cpu_tiers": ((1, Fraction(6, 100)), (2, Fraction(1, 100)), (4, Fraction(5, 1000)),
                       (None, Fraction(25, 10000))),
         "memory_tiers": ((4, Fraction(25, 100)), (8, Fraction(20, 100)), (16, Fraction(10, 100)),
@@ -63,6 +70,8 @@ FACTS = CloudFacts(
     planner={
         # GCP publishes per-zone rates only via its capacity API: the ">20%" bucket, 0.20/730 h.
         "reclaim_rate_per_node_hour": 0.000274,
+        # No per-family rates published: the ">20%" bucket read as 20-30%/month (assumption).
+        "reclaim_band": (0.20, 0.30),
         "control_plane_usd_per_hour": 0.10,    # prices.md: GKE 0.10/h
         "pvc_usd_per_gb_month": 0.10,          # prices.md: pd-balanced 0.10
         # Spot VM preemption: "Compute Engine sends a preemption notice ... 30 seconds" to stop

@@ -21,8 +21,58 @@ def kubeconfig_path() -> str:
     return os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
 
 
+# A kubeconfig is a few KiB; kubectl writes no YAML aliases. The client's loader formats each
+# cluster/context/user entry as text, which expands aliases: nine levels of nine aliases are
+# 9**9 nodes (a "billion laughs") and hang it. Each file is checked first: a regular file,
+# at most this big, and at most this many nodes once its aliases are expanded.
+MAX_KUBECONFIG_BYTES = 16 * 2**20
+MAX_KUBECONFIG_NODES = 1_000_000
+
+
+def check_kubeconfig(path: str) -> None:
+    """ProviderError naming the file when it cannot be a kubeconfig we should read."""
+    import yaml
+
+    from reclaunch.home import DamagedState, read_state_file
+    for p in path.split(os.pathsep):
+        try:
+            data = read_state_file(Path(p), MAX_KUBECONFIG_BYTES)
+        except DamagedState as exc:
+            raise ProviderError(f"kubeconfig {exc.message}", hint="set KUBECONFIG") from None
+        if data is None:
+            continue
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        try:
+            root = yaml.compose(data, Loader=loader)
+            size = 0 if root is None else _expanded(root, {})
+        except (yaml.YAMLError, ValueError, RecursionError) as exc:
+            raise ProviderError(f"kubeconfig {p}: not YAML: {str(exc).splitlines()[0][:200]}") from None
+        if size > MAX_KUBECONFIG_NODES:
+            raise ProviderError(f"kubeconfig {p}: over {MAX_KUBECONFIG_NODES:,} values once its "
+                                "YAML aliases are expanded; not a kubeconfig (an alias bomb?)",
+                                hint="kubectl config view --flatten writes a plain one")
+
+
+def _expanded(node, memo: dict[int, int]) -> int:
+    """Nodes of the YAML graph once aliases are copied out: each shared node is counted once
+    per reference but computed once (a recursive alias counts once, never forever)."""
+    import yaml
+
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = 1
+    total = 1
+    if isinstance(node, yaml.MappingNode):
+        total += sum(_expanded(k, memo) + _expanded(v, memo) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        total += sum(_expanded(item, memo) for item in node.value)
+    memo[id(node)] = min(total, 2 * MAX_KUBECONFIG_NODES)   # past the limit is enough to know
+    return memo[id(node)]
+
+
 def current_context() -> str:
     k8s = require("kubernetes", "k8s")
+    check_kubeconfig(kubeconfig_path())
     try:
         _, active = k8s.config.list_kube_config_contexts(config_file=kubeconfig_path())
     except Exception as exc:   # noqa: BLE001 - missing file, bad YAML: one line
@@ -40,6 +90,7 @@ def connect(context: str | None):
         raise ProviderError(f"no kubeconfig at {path}",
                             hint="set KUBECONFIG, or `aws eks update-kubeconfig` / "
                             "`gcloud container clusters get-credentials` / `az aks get-credentials`")
+    check_kubeconfig(path)
     try:
         client = k8s.config.new_client_from_config(config_file=path, context=context)
     except Exception as exc:   # noqa: BLE001 - unknown context, bad file

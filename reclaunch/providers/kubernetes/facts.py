@@ -16,7 +16,7 @@ FACTS = CloudFacts(
     # The node's status.allocatable is read from the API, from which the kubelet already took
     # its reserves (providers/kubernetes/offers.py): nothing more is taken off.
     allocatable={"source": "the node's status.allocatable, read from the cluster's API",
-                 "cpu_tiers": ((None, 0),), "memory_tiers": ((None, 0),), "eviction_mib": 0},
+                 "capacity_overhead": {"fixed_mib": 0, "fraction": 0}, "eviction_mib": 0},
     # Already paid for or priced by the team (kubernetes.price); spot is refused on this target
     # (spec/kubernetes.py), so no reclaim rate; a PVC is billed wherever the cluster runs.
     planner={"reclaim_rate_per_node_hour": 0.0, "control_plane_usd_per_hour": 0.0,

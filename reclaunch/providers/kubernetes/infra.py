@@ -34,15 +34,14 @@ def state_path(name: str):
 
 
 def read_state(name: str) -> dict[str, Any] | None:
-    from reclaunch.home import root
+    from reclaunch.home import DamagedState, read_state_file, root
     p = root() / "kubernetes" / f"{name}.json"
-    if not p.is_file():
-        return None
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError) as exc:
-        raise ProviderError(f"{p}: unreadable state ({exc})",
-                            hint=f"`reclaunch gc --cloud kubernetes --cluster {name}` finds "
+    try:   # bounded and non-blocking: a FIFO or a link to /dev/zero is damage, not a hang
+        raw = read_state_file(p, 16 * 2**20)
+        data = None if raw is None else json.loads(raw)
+    except (DamagedState, ValueError, RecursionError) as exc:
+        why = exc.message if isinstance(exc, DamagedState) else f"{p}: unreadable state ({exc})"
+        raise ProviderError(why, hint=f"`reclaunch gc --cloud kubernetes --cluster {name}` finds "
                             "what is labelled for it") from None
     return data if isinstance(data, dict) else None
 
@@ -137,11 +136,9 @@ def labelled(kube: Kube, namespace: str | None, selector: str) -> list[tuple[str
     out = []
     for kind in SWEPT:
         path = object_path(API_VERSIONS[kind], kind, None, namespace)
-        data = kube._call("GET", path, query=[("labelSelector", selector)], not_found_ok=True)
-        out += [(kind, o) for o in (data or {}).get("items", [])]
-    data = kube._call("GET", "/api/v1/namespaces", query=[("labelSelector", selector)])
-    out += [("Namespace", o) for o in data.get("items", [])
-            if namespace is None or o["metadata"]["name"] == namespace]
+        out += [(kind, o) for o in kube.items(path, [("labelSelector", selector)], not_found_ok=True)]
+    out += [("Namespace", o) for o in kube.items("/api/v1/namespaces", [("labelSelector", selector)])
+            if namespace is None or o["metadata"].get("name") == namespace]
     return out
 
 

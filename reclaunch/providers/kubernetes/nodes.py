@@ -21,7 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from reclaunch.manifests.apiserver import quantity
-from reclaunch.runtime.kube import capacity_type
+from reclaunch.runtime.kube import string_map, capacity_type, unique
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 REGION = "topology.kubernetes.io/region"
@@ -89,40 +89,59 @@ class Node:
 
 
 def node_of(obj: dict[str, Any]) -> Node:
-    md, spec, st = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-    conds = st.get("conditions") or []
+    """A Node from the API's object. A value that is no quantity (NaN, 1e999999999) is left out
+    and the node counts as not ready: what it has cannot be known, so nothing is planned on it."""
+    md, spec, st = (v if isinstance(v, dict) else {} for v in
+                    (obj.get("metadata"), obj.get("spec"), obj.get("status")))
+    conds = st.get("conditions") if isinstance(st.get("conditions"), list) else []
+    allocatable, damaged = {}, False
+    for k, v in (st.get("allocatable") if isinstance(st.get("allocatable"), dict) else {}).items():
+        try:
+            allocatable[str(k)] = quantity(str(v))
+        except ValueError:
+            damaged = True
     return Node(
-        name=md.get("name", "?"), labels=dict(md.get("labels") or {}),
-        annotations=dict(md.get("annotations") or {}),
-        taints=[dict(t) for t in spec.get("taints") or []],
-        allocatable={k: quantity(str(v)) for k, v in (st.get("allocatable") or {}).items()},
-        ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds),
+        name=str(md.get("name", "?"))[:253], labels=string_map(md.get("labels")),
+        annotations=string_map(md.get("annotations")),
+        taints=[dict(t) for t in spec.get("taints") or [] if isinstance(t, dict)]
+        if isinstance(spec.get("taints"), list) else [],
+        allocatable=allocatable,
+        ready=not damaged and any(isinstance(c, dict) and c.get("type") == "Ready"
+                                  and c.get("status") == "True" for c in conds),
         unschedulable=bool(spec.get("unschedulable")))
 
 
-def requested_by_node(pods: list[dict[str, Any]]) -> dict[str, dict[str, Fraction]]:
-    """{node: {resource: requested}} of the pods bound to nodes that still hold resources."""
+def requested_by_node(pods: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Fraction]], set[str]]:
+    """({node: {resource: requested}} of the pods bound to nodes that still hold resources,
+    the nodes with a pod whose requests cannot be read: what is free there is unknown)."""
     from reclaunch.manifests.schedule import pod_requests
 
     out: dict[str, dict[str, Fraction]] = {}
+    unknown: set[str] = set()
     for p in pods:
-        node = (p.get("spec") or {}).get("nodeName")
-        if not node or (p.get("status") or {}).get("phase") in _DONE:
+        spec, st = p.get("spec"), p.get("status")
+        node = spec.get("nodeName") if isinstance(spec, dict) else None
+        if not isinstance(node, str) or not node or isinstance(st, dict) and st.get("phase") in _DONE:
+            continue
+        try:
+            asks = pod_requests(spec)
+        except (ValueError, TypeError, AttributeError):
+            unknown.add(node)
             continue
         into = out.setdefault(node, {})
-        for k, v in pod_requests(p.get("spec") or {}).items():
+        for k, v in asks.items():
             into[k] = into.get(k, Fraction(0)) + v
-    return out
+    return out, unknown
 
 
 def read_nodes(kube: Any) -> list[Node]:
-    """Every node with what is already requested on it (two list calls, no per-node calls)."""
-    nodes = kube._call("GET", "/api/v1/nodes").get("items", [])
-    pods = kube._call("GET", "/api/v1/pods").get("items", [])
-    used = requested_by_node(pods)
+    """Every node (once, however often the API lists it) with what is already requested on it
+    (paged list calls, no per-node calls)."""
+    nodes = unique(kube.items("/api/v1/nodes"))
+    used, unknown = requested_by_node(unique(kube.items("/api/v1/pods")))
     out = []
     for obj in nodes:
         n = node_of(obj)
         out.append(Node(n.name, n.labels, n.annotations, n.taints, n.allocatable,
-                        used.get(n.name, {}), n.ready, n.unschedulable))
+                        used.get(n.name, {}), n.ready and n.name not in unknown, n.unschedulable))
     return out

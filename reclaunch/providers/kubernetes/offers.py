@@ -140,8 +140,8 @@ def group_offer(group: str, nodes: list[Node], catalog: Catalog, *, context: str
     else:
         it_name = it or group
     count = gpus if gpus_wanted is None else gpus_wanted
-    # What the pods already there leave (their DaemonSets included): the job pod asks for
-    # this less the allocatable module's allowance (manifests/allocatable.py), on every node.
+    # What the pods already there leave (their DaemonSets included): the job pod asks for a
+    # share of this (manifests/job.py REQUEST_SHARE), on every node.
     cpu = min(int(n.free.get("cpu", 0)) for n in nodes)
     ram = min(float(n.free.get("memory", 0)) for n in nodes) / 2**30
     if usd_per_gpu_hour is not None:

@@ -118,7 +118,8 @@ class LocalProvider:
                 env["CHECKPOINT_DIR"] = _checkpoint_dir(spec, root, env["CHECKPOINT_DIR"])
                 Path(env["CHECKPOINT_DIR"]).mkdir(parents=True, exist_ok=True)
             else:   # s3://: the bucket at AWS_ENDPOINT_URL (bucket.py); down reads launch.json
-                store["note"] = bucket.ensure(spec.name, store)
+                store["note"] = bucket.ensure(spec.name, store, root)
+                print(f"{spec.name}: checkpoints: {store['note']}", file=sys.stderr)
             if spec.storage.kind == "hostpath":
                 (root / "data").mkdir(exist_ok=True)
         finally:
@@ -301,15 +302,18 @@ class LocalProvider:
 def _journal(plan: "Plan", spec_path: str | None) -> None:
     """Record the cluster where `reclaunch status/logs/down` look up its cloud."""
     try:
+        from reclaunch.runtime.budget import plan_extra
         from reclaunch.runtime.journal import ClusterRecord, Journal
     except ImportError:  # pragma: no cover
         return
     spec = plan.spec
+    # plan_extra: the figures `up` printed (this host's calibration, measured runs), which
+    # status and diagnose compare the run with (runtime/observe.py printed_for).
     Journal(spec.name).save_record(ClusterRecord(
         name=spec.name, cloud="local", nodes=plan.nodes, spot=plan.spot,
         teardown_when=spec.teardown.when,
         spec_path=str(Path(spec_path).resolve()) if spec_path else None,
-        spec_text=_spec_text(spec)))
+        spec_text=_spec_text(spec), extra=plan_extra(plan)))
 
 
 def _measurement_key(plan: "Plan") -> dict[str, Any] | None:

@@ -26,10 +26,20 @@ def _tail_lines(path: Path) -> Iterator[str]:
         return
 
 
-def record(root: Path, launch: dict[str, Any], name: str) -> None:
+def record(root: Path, launch: dict[str, Any], name: str, reclaims: int | None = None) -> None:
+    """`reclaims`: the drills that reclaimed a node during the run (the record's conditions,
+    with this host's load per core at the end: planner/measured.py weighs runs by them)."""
+    from reclaunch import host
     from reclaunch.runtime.measurements import record_run
 
     def lines() -> Iterator[str]:
         for path in sorted((root / "nodes").glob("node-*.log")):
             yield from _tail_lines(path)
-    record_run(launch.get("measurement_key"), lines(), name)
+    try:   # what else loaded the host: the run's own processes are not contention
+        load = host.load_per_core()
+        own = int(launch.get("nodes") or 1) * int(launch.get("nproc") or 1) / host.cpu_count()
+        load = None if load is None else round(max(0.0, load - own), 3)
+    except Exception:  # noqa: BLE001 - a malformed RECLAUNCH_HOST_*: the record goes without it
+        load = None
+    record_run(launch.get("measurement_key"), lines(), name,
+               conditions={"reclaims": reclaims, "load_per_core": load})

@@ -343,7 +343,8 @@ class Supervisor:
             self.reap()
         self.read_logs()
         self.stop_nodes()
-        measure.record(self.root, self.launch, self.name)   # for the next `plan`
+        measure.record(self.root, self.launch, self.name,   # for the next `plan`
+                       reclaims=sum(1 for r in self.preemptions if r.get("status") != "rejected"))
         tighten(self.root)   # checkpoints and result.json written since: 0600 / 0700
         self.write(force=True)
         when = self.launch["teardown"]

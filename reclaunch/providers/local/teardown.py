@@ -24,6 +24,10 @@ def confirm(name: str, root: Path, yes: bool, keep_storage: bool) -> bool:
     if yes:
         return True
     what = "its logs" if keep_storage else "its logs and checkpoints"
+    store = _store(root)
+    if store and not keep_storage:   # name what goes from the bucket, never just "checkpoints"
+        from reclaunch.providers.local import bucket
+        what += f", {bucket.describe(store, root)}"
     if not sys.stdin.isatty():
         raise UsageError(f"down {name}: would stop its processes and delete {what} ({root}); "
                          "refusing without confirmation on a non-interactive terminal",
@@ -31,8 +35,20 @@ def confirm(name: str, root: Path, yes: bool, keep_storage: bool) -> bool:
     from rich.prompt import Confirm
 
     from reclaunch.ui.console import console
-    return Confirm.ask(f"Stop {name} and delete {what} ({root})?", console=console(stderr=True),
+    from rich.markup import escape
+    return Confirm.ask(escape(f"Stop {name} and delete {what} ({root})?"), console=console(stderr=True),
                        default=False)
+
+
+def _store(root: Path) -> dict | None:
+    """launch.json's "bucket" entry, else the bucket `up` created before it stopped
+    (bucket.py); None: checkpoints on disk."""
+    from reclaunch.providers.local import bucket
+
+    store = (lp.read_json(root / "launch.json") or {}).get("bucket")
+    if isinstance(store, dict) and isinstance(store.get("bucket"), str):
+        return store
+    return bucket.created_by(root)
 
 
 def stop(name: str, state: dict, grace: float) -> list[int]:
@@ -80,16 +96,15 @@ def down(root: Path, name: str, *, keep_storage: bool = False, grace: float = 15
                             f"{','.join(map(str, left))}`, then rerun `reclaunch down {name}`")
     stopped = "no process left (checked by run marker)" + (
         f", port {state['port']} freed" if state.get("port") else "")
-    store = (lp.read_json(root / "launch.json") or {}).get("bucket")
-    if isinstance(store, dict) and store.get("bucket"):   # checkpoints in S3 (bucket.py)
+    store = _store(root)
+    if store:   # checkpoints in S3 (bucket.py)
         from reclaunch.providers.local import bucket
         if keep_storage:
-            kept = f"s3://{store['bucket']}/{store.get('prefix', '')}"
-            print(f"{name}: kept {'bucket ' if store.get('created') else ''}{kept}")
+            print(f"{name}: kept s3://{store['bucket']}/{store.get('prefix', '')}")
         else:
-            print(f"{name}: {bucket.delete(store)}")
+            print(f"{name}: {bucket.delete(store, root)}")
     if keep_storage:
-        keep = {"data"}
+        keep = {"data", "bucket.json"}   # bucket.json: the bucket `up` created stays ours
         ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")
         if isinstance(ckpt, str) and Path(ckpt).parent == root:
             keep.add(Path(ckpt).name)

@@ -40,6 +40,24 @@ def launch_world(root: Path) -> int:
     return max(vals["max_nodes"], vals["nodes"]) * vals["nproc"]
 
 
+# Node states whose process the supervisor was keeping (supervisor.py); after it dies they
+# say only what was true when it last wrote state.json.
+_LIVE = ("running", "reclaiming", "replacing")
+
+
+def _still_ours(name: str, state: dict, pid: int) -> bool:
+    """The node's process is alive and still the one the supervisor started: by the identity
+    it recorded (pid + start time), else by the run's marker in its environment."""
+    from reclaunch.providers.local import ident
+
+    procs = state.get("procs") if isinstance(state.get("procs"), dict) else {}
+    who = procs.get(str(pid))
+    if isinstance(who, str):
+        return ident.alive_as(pid, who)
+    return 0 < pid < 2**22 and lp.pid_alive(pid) and ident.environ_has(
+        pid, f"{lp.MARKER}={lp.run_marker(name, str(state.get('run_id')))}")
+
+
 def _num(v: Any) -> float | None:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
@@ -79,15 +97,23 @@ def status(name: str) -> JobStatus | None:
         message += "\n" + "\n".join(f"  {str(ln)[:lp.MAX_PARSED]}" for ln in lines[-15:])
     launch = lp.read_json(root / "launch.json") or {}
     spot = launch.get("spot") is True
-    nodes, pods = [], []
+    nodes, pods, orphans = [], [], []
     for n in state.get("nodes", []):
         inc = n.get("incarnation", 0)
+        phase, pid = n["state"][:40].capitalize(), _num(n.get("pid"))
+        if not alive and n["state"] in _LIVE:   # nobody kept this up to date: look at the process
+            if pid is not None and _still_ours(name, state, int(pid)):
+                orphans.append(int(pid))
+            else:
+                phase, pid = "Failed", None
         nodes.append({"name": f"{name}-node-{n['index']}", "capacity_type": "spot" if spot else "on-demand",
                       "ready": n["state"] == "running" and alive})
-        pods.append({"name": f"{name}-node-{n['index']}", "rank": n["index"],
-                     "phase": n["state"][:40].capitalize(),
-                     "restarts": inc if isinstance(inc, int) else 0, "pid": _num(n.get("pid")),
+        pods.append({"name": f"{name}-node-{n['index']}", "rank": n["index"], "phase": phase,
+                     "restarts": inc if isinstance(inc, int) else 0, "pid": pid,
                      "exit_code": _num(n.get("exit_code"))})
+    if orphans:
+        message += (f"; {len(orphans)} of its node processes still run without it (pids "
+                    f"{', '.join(map(str, orphans))}): `reclaunch down {name}` stops them")
     started = state.get("started_at")
     end = state.get("finished_at") or time.time()
     elapsed = (end - started) if started else None

@@ -1,0 +1,54 @@
+"""Which training software a plan's figure assumes, and what the other stack would give.
+
+A plan's step time depends on the stack as much as on the hardware: the same MLPerf DCNv2 job
+on 8 x H100 runs several times faster under HugeCTR (CUDA graphs, embeddings beside the dense
+compute, fp16 gradients) than under eager TorchRec. The plan names the stack it assumed
+(spec/stacks.py: job.stack, the knobs, the reference trainer as the command, or the default)
+and, when the spec does not say, rates the same sharding under the fastest published stack so
+the reader sees both figures; uncertainty.py then widens the range to cover both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reclaunch.spec.stacks import ALTERNATIVE, KNOBS, STACKS, assumed
+
+
+def describe(spec) -> dict[str, Any]:
+    """The `stack` of plan --json (without the alternative)."""
+    a = assumed(spec.job)
+    st = STACKS.get(a.name)
+    return {"name": a.name, "label": st.label if st is not None else "the knobs as the spec gives them",
+            "stated": a.stated, "how": a.how,
+            **{k: getattr(spec.job, k) for k in KNOBS},
+            "embedding_kernels": a.embedding_kernels, "pipeline": a.pipeline}
+
+
+def alternative(spec, throughput) -> dict[str, Any]:
+    """The same job planned under the ALTERNATIVE stack (its own sharding search:
+    `throughput(spec)` -> samples/s): {name, label, samples_per_s}."""
+    st = STACKS[ALTERNATIVE]
+    job = spec.job.model_copy(update={"stack": ALTERNATIVE, **{k: getattr(st, k) for k in KNOBS}})
+    return {"name": ALTERNATIVE, "label": st.label,
+            "samples_per_s": throughput(spec.model_copy(update={"job": job}))}
+
+
+def unexpressed(stack: dict[str, Any], nodes: int) -> str | None:
+    """What the stack does across nodes that no spec field describes, said in the plan."""
+    if stack["name"] != "hugectr" or nodes <= 1:
+        return None
+    return ("job.stack: hugectr across nodes: its hierarchical all-to-all and frequency-based "
+            "hybrid embeddings (the hottest rows replicated, only the rest exchanged; MLPerf DLRM "
+            "HybridSparseEmbedding) are not in the spec: planned with per-table sharding, which "
+            "exchanges every lookup's output")
+
+
+def line(stack: dict[str, Any], rate) -> str:
+    """The plan table's `stack` line: what was assumed, how the spec said it, the alternative."""
+    how = stack["how"] if stack["stated"] else f"assumed, {stack['how']}"
+    text = f"{stack['name']} ({how}): {stack['label']}"
+    alt = stack.get("alternative")
+    if alt:
+        text += f"; job.stack: {alt['name']} would give {rate(alt['samples_per_s'])} samples/s"
+    return text
