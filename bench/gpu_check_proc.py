@@ -117,7 +117,10 @@ class Run:
                 break
             if time.monotonic() > end:
                 kill_tree(self.proc.pid)
-                self.proc.wait(10)
+                try:
+                    self.proc.wait(10)
+                except subprocess.TimeoutExpired:   # stuck in the kernel: leave it, go on with the check
+                    pass
                 timed_out = True
                 self._read()
                 break
