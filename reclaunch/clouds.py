@@ -104,6 +104,11 @@ class CloudFacts(NamedTuple):
     preview: PreviewFacts = PreviewFacts()
     offers: str | None = None                  # catalog rows CSV next to the facts file
     home: Path | None = None                   # the facts file's folder (set by the loader)
+    # Other names people write for this target (`cloud: amazon`): validate's "did you mean".
+    aliases: tuple[str, ...] = ()
+    # The zone names a spec may give in a region, from the catalog's zone data of that region
+    # (region, its rows' zones) -> names; None: the catalog's zones are the names (spec/rules.py).
+    zone_names: Callable[[str, tuple[str, ...]], tuple[str, ...]] | None = None
 
     @property
     def runs_here(self) -> bool:
@@ -183,6 +188,12 @@ def kube_names() -> tuple[str, ...]:
 def own_names() -> tuple[str, ...]:
     """Targets that are a cluster the team already has (kind "own": its nodes are the offers)."""
     return tuple(c for c, f in _all().items() if f.kind == "own")
+
+
+def alias_of(word: object) -> str | None:
+    """The target another name means (`amazon` -> aws), or None."""
+    key = str(word).strip().lower()
+    return next((c for c, f in _all().items() if key in f.aliases), None)
 
 
 def known(cloud: str) -> bool:

@@ -23,6 +23,10 @@ the last one repeated. A response is {"status": 200, "headers": {...}, "body": <
 The text `{{base_url}}` anywhere in a body or header is replaced by the server's own URL, so
 fixtures can carry absolute links (Azure `nextLink`, `Azure-AsyncOperation`, `Location`).
 
+WebSocket routes (`add_ws(path, handler)`, tests/recorded_ws.py): an upgrade request for the
+path is answered 101 and handed, as a WsPeer, to handler(peer, query string): the Kubernetes
+exec and port-forward subresources that kubernetes.stream speaks.
+
 An unmatched request gets a 404 JSON error (Azure/GCP-shaped enough for SDKs to raise a
 not-found error) and is kept in `server.unmatched` so tests can fail loudly on surprises.
 
@@ -85,6 +89,7 @@ class RecordedServer:
 
     def __init__(self, routes: list[dict] | None = None, host: str = "127.0.0.1", port: int = 0):
         self._routes: list[Route] = []
+        self._ws_routes: list[tuple[Route, Any]] = []
         self._lock = threading.Lock()
         self._lro_count = 0
         self.requests: list[Request] = []
@@ -131,6 +136,29 @@ class RecordedServer:
         with self._lock:
             self._routes.append(route)
         return route
+
+    def add_ws(self, path: str, handler) -> None:
+        """An upgrade to a WebSocket at `path` (`*` matches a segment): handler(peer, query)."""
+        with self._lock:
+            self._ws_routes.append((Route("GET", urlsplit(path).path), handler))
+
+    def _upgrade(self, http) -> bool:
+        """Serve a WebSocket route for this request; False when none matches (a 404 follows)."""
+        import sys
+        if str(Path(__file__).parent) not in sys.path:   # tests/ holds recorded_ws, its sibling
+            sys.path.insert(0, str(Path(__file__).parent))
+        from recorded_ws import handshake
+
+        parts = urlsplit(http.path)
+        with self._lock:
+            found = next((h for r, h in self._ws_routes if r.matches("GET", parts.path, {})), None)
+            self.requests.append(Request("GET", parts.path,
+                                         dict(parse_qsl(parts.query, keep_blank_values=True)),
+                                         dict(http.headers.items()), b"", matched=found is not None))
+        if found is None:
+            return False
+        found(handshake(http), parts.query)
+        return True
 
     def add_lro(self, method: str, path: str, *, header: str = "Azure-AsyncOperation",
                 polls: int = 1, accepted_status: int = 202, accepted_body: Any = None,
@@ -206,6 +234,8 @@ class RecordedServer:
             protocol_version = "HTTP/1.1"
 
             def _serve(self):
+                if self.headers.get("Upgrade", "").lower() == "websocket" and server._upgrade(self):
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 status, headers, payload = server._dispatch(

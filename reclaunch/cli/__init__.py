@@ -69,8 +69,10 @@ def schema(out: str | None) -> None:
 @click.option("--gpu", help="e.g. H100-80GB, A100")
 @click.option("--region")
 @click.option("--json", "as_json", is_flag=True, help="One JSON list on stdout.")
+@click.option("--wide", is_flag=True, help="Every column at its natural width, whatever the "
+              "terminal's (default: fit it, stacking columns).")
 @click.pass_context
-def catalog(ctx: click.Context, cloud, gpu, region, as_json) -> None:
+def catalog(ctx: click.Context, cloud, gpu, region, as_json, wide) -> None:
     """Instances and prices, with the date and source of every price."""
     if ctx.invoked_subcommand:
         return
@@ -82,7 +84,8 @@ def catalog(ctx: click.Context, cloud, gpu, region, as_json) -> None:
     if as_json:
         _emit_json(offers_json(rows, cat))
     else:
-        _console().print(offers_table(rows, cat))
+        out = _console(wide=wide)
+        out.print(offers_table(rows, cat, width=out.width, wide=wide), soft_wrap=wide)
 
 
 # ------------------------------------------------------------------ plan / render
@@ -95,6 +98,7 @@ def _cheaper_region(spec, the_plan, catalog) -> dict | None:
     if alt is not None:
         the_plan.warnings.append(cheaper_region_line(alt))
     return alt
+
 
 
 def _known_regions(regions: list[tuple[str, str]], catalog) -> None:
@@ -149,6 +153,11 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     # measured runs of this job shape and (cloud: local) this host's calibration, passed in
     the_plan = planner.make_plan(spec, catalog, context=plan_context(spec))
     alt = _cheaper_region(spec, the_plan, catalog)
+    from reclaunch import clouds
+    if spec.cloud in clouds.own_names():   # nothing binds the pods' identity there: say how
+        from reclaunch.manifests.stackfacts import bucket_auth_note
+        if note := bucket_auth_note(the_plan):
+            the_plan.warnings.append(note)
     rows = (planner.compare(spec, catalog, same_cloud=same_cloud, regions=regions or None,
                             context=the_plan.context) if compare else None)
     if as_json:
@@ -160,17 +169,19 @@ def plan(file: str, compare: bool, same_cloud: bool, region_opt: tuple[str, ...]
     else:
         from reclaunch.cli.dryrun import needs_a_person
         from reclaunch.ui.dryrun import person_lines
-        from reclaunch.ui.grid import bold_ok
+        from reclaunch.ui.grid import bold_ok, terminal_width, wrap
 
         bold = bold_ok()   # plain text, no rich: rich's import and layout cost start-up (issue 25)
-        echo(plan_view.render_plan(the_plan, bold=bold))
-        for line in person_lines(needs_a_person(the_plan)):   # the list `up` shows, before `up`
+        width = terminal_width(110)
+        echo(plan_view.render_plan(the_plan, width=width, bold=bold))
+        for line in person_lines(needs_a_person(the_plan), width):   # the list `up` shows
             echo(line)
         if not the_plan.spec.runs_here:   # plan renders no pods: it says where the check runs
-            echo(f"pods on nodes: not checked by plan; `reclaunch up {file} --dry-run` "
-                 "(or render, preview) checks them")
+            echo("\n".join(wrap(f"pods on nodes: not checked by plan; `reclaunch up {file} "
+                                "--dry-run` (or render, preview) checks them", width, "  ")))
         if rows is not None:
-            echo(plan_view.render_compare(rows, top=top or None, bold=bold))
+            echo(plan_view.render_compare(rows, width=terminal_width(140), top=top or None,
+                                          bold=bold))
     if not the_plan.memory.fits:
         sys.exit(1)
 
@@ -198,6 +209,9 @@ def render(file: str, out_dir: str | None, preflight: bool, with_storage: bool) 
     spec, catalog = _load(file)   # priced as `plan` prices it (plan.json): measured runs, this host
     the_plan = planner.make_plan(spec, catalog, context=plan_context(spec, preflight=preflight))
     objs = render_plan(the_plan)
+    from reclaunch.manifests.stackfacts import bucket_auth_note
+    if note := bucket_auth_note(the_plan):
+        click.echo(f"note: {note}", err=True)
     if with_storage:
         from reclaunch.manifests.job import _meta
         from reclaunch.manifests.static_storage import static_volume
@@ -324,7 +338,7 @@ def preview(file: str, as_json: bool) -> None:
 
 # The verbs that act on a cluster (up, status, logs, diagnose, down, preempt, gc) register
 # themselves on the same group.
-from reclaunch.cli import check, cluster  # noqa: E402,F401
+from reclaunch.cli import check, cluster, shell  # noqa: E402,F401
 from reclaunch.cli import calibrate as _calibrate  # noqa: E402,F401
 
 # ------------------------------------------------------------------ entry point

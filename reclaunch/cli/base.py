@@ -37,9 +37,10 @@ KUBE_CHOICE = CloudChoice(_kube_clouds)
 SWEPT_CHOICE = CloudChoice(_swept_clouds)
 
 
-def _console(stderr: bool = False):
+def _console(stderr: bool = False, wide: bool = False):
+    """A rich console; `wide`: tables at their natural width, whatever the terminal's (--wide)."""
     from reclaunch.ui.console import console
-    return console(stderr)
+    return console(stderr, **({"width": 1000} if wide else {}))
 
 
 def _emit_json(obj, echo: Callable[[str], None] = click.echo) -> None:

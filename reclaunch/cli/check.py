@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from reclaunch.cli.base import _emit_json, _load, cli
+from reclaunch.cli.base import _emit_json, cli
 
 MARK = {True: "ok", False: "MISSING", None: "cannot tell"}
 
@@ -20,15 +20,23 @@ def check(file: str | None, as_json: bool) -> None:
 
     Exits 1 when something FILE needs is missing ("cannot tell" is not a failure).
     """
-    from reclaunch.providers.check import exit_code, run_checks
+    from reclaunch.providers.check import Check, exit_code, run_checks
 
-    plan = None
+    plan, unreachable = None, None
     if file:
+        from reclaunch.catalog import load_catalog
+        from reclaunch.errors import ProviderError
         from reclaunch.planner import make_plan
+        from reclaunch.providers import planning_catalog
+        from reclaunch.spec import load_spec
 
-        spec, catalog = _load(file)
-        plan = make_plan(spec, catalog)
-    checks = run_checks(plan)
+        catalog = load_catalog()
+        spec = load_spec(file, catalog)
+        try:   # cloud: kubernetes reads the cluster's nodes: a missing kubeconfig is a row
+            plan = make_plan(spec, planning_catalog(spec, catalog))
+        except ProviderError as exc:
+            unreachable = Check("cluster", False, exc.message, exc.hint, needed=True)
+    checks = run_checks(plan) + ([unreachable] if unreachable else [])
     if as_json:
         from dataclasses import asdict
 
@@ -43,7 +51,7 @@ def check(file: str | None, as_json: bool) -> None:
             if not c.needed and c.ok is False:
                 line += "  (not needed for this spec)" if plan is not None else ""
             click.echo(line)
-        if plan is not None:
+        if file:
             bad = [c.topic for c in checks if c.ok is False and c.needed]
             click.echo(f"`reclaunch up {file}`: " + ("ready as far as this machine can tell"
                        if not bad else f"would stop: fix {', '.join(bad)} first"))

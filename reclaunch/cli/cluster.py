@@ -68,7 +68,9 @@ def up(file: str, yes: bool, force: bool, preflight: bool, watch: bool, backend:
 @cli.command()
 @click.argument("name", required=False)
 @click.option("--json", "as_json", is_flag=True)
-def status(name: str | None, as_json: bool) -> None:
+@click.option("--wide", is_flag=True, help="Every column at its natural width, whatever the "
+              "terminal's (default: fit it, stacking columns).")
+def status(name: str | None, as_json: bool, wide: bool) -> None:
     """Job state, pods, nodes by capacity type, elapsed time and spend so far."""
     from reclaunch.providers.verbs import cli_status
     from reclaunch.ui.status import status_table
@@ -81,7 +83,8 @@ def status(name: str | None, as_json: bool) -> None:
     elif not statuses:
         click.echo("no clusters (reclaunch up FILE starts one)")
     else:
-        _console().print(status_table(statuses))
+        out = _console(wide=wide)
+        out.print(status_table(statuses, width=None if wide else out.width), soft_wrap=wide)
 
 
 @cli.command()

@@ -51,8 +51,10 @@ def dry_run(file: str, output: str, out_dir: str | None) -> None:
     from reclaunch.planner import make_plan
     from reclaunch.ui.dryrun import dry_run_text, local_lines
 
+    from reclaunch.runtime.measurements import plan_context
+
     spec, catalog = _load(file)
-    plan = make_plan(spec, catalog)
+    plan = make_plan(spec, catalog, context=plan_context(spec))   # as `up` plans it
     if spec.runs_here:
         from reclaunch.providers.local.dryrun import describe
 

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from reclaunch import clouds
-from reclaunch.manifests import rdzv
+from reclaunch.manifests import rdzv, workdir
 from reclaunch.manifests.restarts import backoff_limit
 from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG as CLUSTER_LABEL, MANAGED_TAG as MANAGED_LABEL
 from reclaunch.tags import JOB_NAME_LABEL, PYTORCHJOB_API
@@ -188,6 +188,9 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
         tpl["spec"]["serviceAccountName"] = ident["service_account"]
         tpl["metadata"]["labels"].update(ident["labels"])
         tpl["spec"]["containers"][0]["env"][:0] = _env_list(ident["env"])
+    elif sa := (plan.spec.kubernetes.service_account if plan.spec.kubernetes else None):
+        tpl["spec"]["serviceAccountName"] = sa   # a cluster you bring: the team's identity
+    workdir.add_to(plan, tpl, _env_list(ident["env"]) if ident else [])   # job.workdir, if any
     return tpl
 
 
@@ -345,6 +348,7 @@ def render(plan: "Plan") -> list[dict[str, Any]]:
         *prerequisites(plan),
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(plan, f"{plan.name}-plan"),
          "data": {"plan.json": plan_json, "sharding.json": sharding_json(plan, indent=1)}},
+        *workdir.objects(plan, _meta),
         *objs,
         *store,
         pytorch_job(plan, volumes, mounts),

@@ -43,6 +43,26 @@ def pod_identity(plan: "Plan") -> dict[str, Any]:
     return facts(plan)
 
 
+def bucket_auth_note(plan: "Plan") -> str | None:
+    """How the pods reach a bucket checkpoint or dataset where no stack binds their identity
+    (a cluster you bring): said, since nothing there is created for it."""
+    from stacks.identity import grants
+
+    from reclaunch import clouds
+
+    urls = ", ".join(g.url.url for g in grants(plan))
+    if not urls or clouds.get(plan.cloud).kind != "own" or pod_identity(plan):
+        return None
+    sa = plan.spec.kubernetes.service_account if plan.spec.kubernetes else None
+    if sa:
+        return (f"{urls}: the pods run as ServiceAccount {sa} (kubernetes.service_account); "
+                "reclaunch creates no identity on a cluster you bring: bind it to one with "
+                "rights on that prefix (EKS Pod Identity or IRSA, GKE or AKS workload identity)")
+    return (f"{urls}: the pods run as the namespace's default ServiceAccount and reach it only "
+            "with what the node or the image provides; set kubernetes.service_account to a "
+            "ServiceAccount bound to an identity with rights on that prefix")
+
+
 def node_pools(plan: "Plan") -> list[Any]:
     return stacks.node_pools(plan)
 

@@ -256,7 +256,8 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     if spec.budget.max_usd is not None:
         est = uncertainty.budget_usd(cost, spec.spot.enabled)
         if est is not None and est > spec.budget.max_usd:
-            warnings.append(f"estimated {est:,.0f} USD (P90) exceeds budget.max_usd {spec.budget.max_usd:,.0f} "
+            shown, cap = costmod.usd_apart(est, spec.budget.max_usd)
+            warnings.append(f"estimated {shown} USD (P90) exceeds budget.max_usd {cap} "
                             f"({spec.where('budget', 'max_usd')}); `up` will refuse without --force")
     return plan
 

@@ -190,3 +190,13 @@ def cluster_usd_per_hour(plan) -> float:
     if plan.duration_hours and plan.duration_hours > 0:
         rate += float(c.control_plane_usd or 0.0) / plan.duration_hours
     return rate
+
+
+def usd_apart(amount: float, cap: float) -> tuple[str, str]:
+    """Two amounts in USD with as many decimals as it takes to tell them apart (none, cents,
+    then finer): a refusal never reads "estimated 5 USD exceeds 5" for a P90 of 5.43."""
+    for places in (0, 2, 4, 6):
+        a, b = f"{amount:,.{places}f}", f"{cap:,.{places}f}"
+        if a != b:
+            return a, b
+    return a, b

@@ -85,6 +85,7 @@ def gather(spec, *, cloud: str, instance: str | None, gpus_per_node: int, nodes:
                      f"the runs' {seen:,.0f} samples/s widen its range")
     st = timeline(spec, cloud, nodes, preflight=ctx.preflight,
                   measured_first_step_s=ctx.host.first_step_s if local and ctx.host is not None else None,
-                  measured_at=ctx.host.measured_at[:10] if local and ctx.host is not None else None)
+                  measured_at=ctx.host.measured_at[:10] if local and ctx.host is not None else None,
+                  workdir=ctx.workdir)
     return Evidence(step=step, throughput=priced, throughput_model=throughput, basis=basis,
                     startup=st, notes=notes, calibration=cal_line)

@@ -126,13 +126,15 @@ class PlanContext(NamedTuple):
 
     measurements: records of earlier runs; host: this machine's calibration (HostCalibration,
     planner.calibration) when valid for it, and host_note saying why not when absent; host_id: this
-    machine's identity (keys cloud: local records); preflight: `up --preflight` will run."""
+    machine's identity (keys cloud: local records); preflight: `up --preflight` will run;
+    workdir: the packed job.workdir (planner/workdir.py WorkdirPack), None without one."""
 
     measurements: tuple[Measurement, ...] = ()
     host: Any = None
     host_id: str | None = None
     host_note: str | None = None
     preflight: bool = False
+    workdir: Any = None
 
 
 def __getattr__(name: str):

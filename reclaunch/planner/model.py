@@ -231,6 +231,8 @@ class Plan:
             **({"pick_reason": self.pick_reason} if self.pick_reason else {}),
             "zones_as_planned": list(self.zones_as_planned or self.zones),
             "sharding": _sharding_json(self.sharding, per_rank),
+            **({"workdir": self.context.workdir.summary()}
+               if getattr(self.context, "workdir", None) is not None else {}),
         }
 
 

@@ -85,11 +85,12 @@ def _fallback_note(spec, target: str) -> tuple[str, ...]:
 
 def timeline(spec, target: str | None = None, nodes: int | None = None, *,
              preflight: bool = False, measured_first_step_s: float | None = None,
-             measured_at: str | None = None) -> Startup:
+             measured_at: str | None = None, workdir: Any = None) -> Startup:
     """The startup of `spec` on `target` (default spec.cloud) with `nodes` nodes.
 
     measured_first_step_s: this host's measured time to first step (cloud: local, from
-    `reclaunch calibrate`), which replaces the target's assumed steps."""
+    `reclaunch calibrate`), which replaces the target's assumed steps. workdir: the packed
+    job.workdir (planner/workdir.py), whose upload and unpack come before the first step."""
     d = startup_data()
     target = target or spec.cloud
     nodes = nodes or spec.nodes
@@ -106,7 +107,8 @@ def timeline(spec, target: str | None = None, nodes: int | None = None, *,
             secs = float(s["seconds"]) + float(s.get("per_node", 0)) * max(0, nodes - 1)
             steps.append(Step(s["name"], secs, bool(s["billed"]), str(s["source"]).strip()))
     notes = _fallback_note(spec, target)
-    if t.get("image", True) is False:
+    if t.get("image", True) is False:   # runs here: the workdir is unpacked, not uploaded
+        steps += _workdir(workdir, d, uploads=False, billed=False)
         return Startup(tuple(steps), str(d["version"]), notes)
     before_join = sum(s.seconds for s in steps)
     fs = d["storage"].get(spec.storage.kind, {"seconds": 0, "source": "no data for this kind"})
@@ -122,7 +124,17 @@ def timeline(spec, target: str | None = None, nodes: int | None = None, *,
     steps.append(Step(f"image pull ({_fmt_gb(size)}, {given})", pull_s, True,
                       str(img["pull_source"]).strip()
                       + ("" if spec.job.image_size is not None else "; size: " + str(img["default_size_source"]).strip())))
+    steps += _workdir(workdir, d, uploads=True, billed=any(s.billed for s in steps))
     if preflight:
         pf = d["preflight"]
         steps.append(Step("NCCL preflight", float(pf["seconds"]), True, str(pf["source"]).strip()))
     return Startup(tuple(steps), str(d["version"]), notes)
+
+
+def _workdir(pack: Any, d: dict[str, Any], *, uploads: bool, billed: bool) -> list[Step]:
+    if pack is None:
+        return []
+    from reclaunch.planner.workdir import startup_step
+
+    name, seconds, source = startup_step(pack, d["workdir"], uploads)
+    return [Step(name, seconds, billed, source)]

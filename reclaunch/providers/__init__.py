@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # and needs none of them (dataclass, enum and protocol classes it would build at start-up).
 _API = {"Provider": "reclaunch.providers.api", "ListsClusters": "reclaunch.providers.api",
         "Adoptable": "reclaunch.providers.api", "Preemptible": "reclaunch.providers.api",
+        "Shell": "reclaunch.providers.api",
         "UpOptions": "reclaunch.providers.options", "JobStatus": "reclaunch.runtime.states"}
 
 
@@ -61,12 +62,13 @@ def get(cloud: str) -> Provider:
     return _package(cloud, ("kube", "own", "here")).provider()
 
 
-def planning_catalog(spec, catalog):
+def planning_catalog(spec, catalog, live: bool = False):
     """The catalog `plan` plans `spec` on: `catalog` itself, or for a cluster you bring the
-    offers its nodes make (read through its API by the provider package; the planner stays pure)."""
+    offers its nodes make (read through its API by the provider package; the planner stays
+    pure; `live`: never from a saved description, as `up` needs)."""
     if REGISTRY.get(spec.cloud, ("", ""))[1] != "own":
         return catalog
-    return _package(spec.cloud, ("own",)).planning_catalog(spec, catalog)
+    return _package(spec.cloud, ("own",)).planning_catalog(spec, catalog, live=live)
 
 
 def schedule_for(plan: "Plan", catalog=None) -> list[dict[str, Any]]:

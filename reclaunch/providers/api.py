@@ -65,3 +65,17 @@ class Preemptible(Protocol):
 
     def preempt(self, name: str, node: int, *, notice: float = 10.0,
                 replace_after: float = 5.0) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Shell(Protocol):
+    """A target that runs a command beside a rank of a running job (`reclaunch exec`) and
+    forwards a port of rank 0 to this machine (`reclaunch port-forward`)."""
+
+    def exec(self, name: str, command: list[str], *, rank: int = 0,
+             interactive: bool = False) -> int: ...
+
+    def port_forward(self, name: str, port: int, *, local_port: int | None = None,
+                     rank: int = 0, ready: Any = None, stop: Any = None,
+                     connections: int | None = None, on_error: Any = None) -> str | None:
+        """Serve until `stop` (or `connections` served); a str: nothing to forward, and why."""

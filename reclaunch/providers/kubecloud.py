@@ -266,6 +266,22 @@ class KubeCloudProvider:
         from reclaunch.runtime import lifecycle
         return lifecycle.logs(name, self._env_for(name, backend), rank=rank, follow=follow)
 
+    def exec(self, name: str, command: list[str], *, rank: int = 0,
+             interactive: bool = False) -> int:
+        """`reclaunch exec`: `command` in the pod of node rank `rank`; its exit code."""
+        from reclaunch.runtime import kube_shell
+        kube, ns, pod = kube_shell.pod_of(name, self._env_for(name, None), rank)
+        return kube_shell.run(kube, ns, pod, command or kube_shell.SHELL, interactive=interactive)
+
+    def port_forward(self, name: str, port: int, *, local_port: int | None = None, rank: int = 0,
+                     ready=None, stop=None, connections: int | None = None, on_error=None) -> None:
+        """`reclaunch port-forward`: 127.0.0.1:local_port to `port` of the pod of node rank `rank`."""
+        from reclaunch.runtime import kube_shell, relay
+        kube, ns, pod = kube_shell.pod_of(name, self._env_for(name, None), rank)
+        relay.serve(kube_shell.connector(kube, ns, pod, port),
+                    local_port=port if local_port is None else local_port, ready=ready, stop=stop,
+                    connections=connections, on_error=on_error)
+
     def all_logs(self, name: str, backend: str | None = None) -> Iterator[str]:
         from reclaunch.runtime.observe import pod_lines
         return pod_lines(name, self._env_for(name, backend))

@@ -58,7 +58,7 @@ def cli_up(path: str, *, yes: bool = False, force: bool = False, preflight: bool
     from reclaunch.runtime.measurements import plan_context
     spec = load_spec(path, catalog)   # priced as `plan` prices it: measured runs, this host
     from reclaunch.providers import planning_catalog
-    catalog = planning_catalog(spec, catalog)   # cloud: kubernetes: the cluster's nodes
+    catalog = planning_catalog(spec, catalog, live=True)   # cloud: kubernetes: its nodes now
     plan = make_plan(spec, catalog, context=plan_context(spec, preflight=preflight))
     provider = get(plan.cloud)
     lock = cluster_lock(plan.name, "up").acquire()
@@ -156,3 +156,14 @@ def cli_down(name_or_file: str, *, yes: bool = False, keep_storage: bool = False
         except ReclaunchError as exc:   # no journal, or a damaged one: find what runs anyway
             provider = provider_without_journal(name, spec_path, backend, exc)
         provider.down(name, keep_storage=keep_storage, yes=yes, backend=backend)
+
+
+def shell_provider(name: str):
+    """The provider of `name`, if it can exec into and forward from its ranks."""
+    from reclaunch.providers import Shell
+
+    provider = provider_for(name)
+    if not isinstance(provider, Shell):
+        raise UsageError(f"{name} is a {provider.name} cluster: exec and port-forward are not "
+                         "supported there")
+    return provider

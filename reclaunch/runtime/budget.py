@@ -24,8 +24,10 @@ def budget_problem(plan: "Plan") -> str | None:
         return None
     from reclaunch.planner.uncertainty import budget_usd
 
-    est = budget_usd(plan.cost, plan.spot)
-    return f"estimated ${est:,.0f} (P90) is over budget.max_usd ${plan.spec.budget.max_usd:,.0f}"
+    from reclaunch.planner.cost import usd_apart
+
+    shown, cap = usd_apart(budget_usd(plan.cost, plan.spot), plan.spec.budget.max_usd)
+    return f"estimated ${shown} (P90) is over budget.max_usd ${cap}"
 
 
 def spend_so_far(rec: "ClusterRecord", journal: "Journal", now: float) -> float:

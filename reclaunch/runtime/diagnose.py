@@ -193,7 +193,7 @@ SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 RULES = [(rid, getattr(rules_, rid)) for rid in (
     "loss_nan", "loss_exploding", "transport_fallback", "missing_gpudirect", "memory_headroom",
     "memory_growth", "straggler", "data_loader_bound", "comm_bound", "throughput_drift",
-    "below_plan")]
+    "interrupted", "below_plan")]
 TIME_RULES = {"straggler", "data_loader_bound", "comm_bound", "throughput_drift", "below_plan"}
 PERF_RULES = {"transport_fallback", "missing_gpudirect", "straggler", "data_loader_bound",
               "comm_bound"}
@@ -224,12 +224,6 @@ def evaluate(m, f, proj, table: dict[str, Any]) -> tuple[list[Finding], list[str
     if f is not None and f.nodes > 1 and f.transport and not m.transport:
         notes.append("no NCCL transport in the logs: set nccl.debug: INFO to see which network "
                      "NCCL uses (NET/IB, NET/OFI, NET/Socket ...)")
-    bp = (rules.get("below_plan") or {}).get("thresholds") or {}
-    if f is not None and m.mem_kind == "rss" and m.samples_per_s and f.samples_per_s > 0 \
-            and m.samples_per_s / f.samples_per_s < bp.get("min_ratio", 0.0):
-        notes.append(f"CPU run at {m.samples_per_s / f.samples_per_s:.0%} of the plan's samples/s: "
-                     "cloud: local's planner constants are a rehearsal figure for an idle machine, "
-                     "not a forecast (reclaunch/planner/data/planner.yaml)")
     found.sort(key=lambda x: SEVERITY_ORDER.get(x.severity, 9))
     return found, notes
 

@@ -334,14 +334,46 @@ def throughput_drift(m, f, proj, t, mk):
                numbers={"early": early, "late": late})]
 
 
+def interrupted(m, f, proj, t, mk):
+    """The job was stopped and resumed (a reclaim, a drill, `down`): say so, since its time
+    is in the job's duration but not in any interval's samples/s."""
+    stops = (m.extra or {}).get("interruptions")
+    if not stops:
+        return []
+    n = max(int(stops.get("restarts") or 0), 1 if stops.get("sigterm_steps") else 0)
+    if n < int(t.get("min_interruptions", 1)):
+        return []
+    sig = stops.get("sigterm_steps") or []
+    back = stops.get("resumed_from") or []
+    what = (f"the job was interrupted {n} time(s)"
+            + (f": SIGTERM at step {', '.join(map(str, sig[:5]))}" if sig else "")
+            + (f"; resumed from step {', '.join(map(str, back[:5]))}" if back else "")
+            + "; the wait for the restart and the steps since the last checkpoint are in the "
+              "job's time, not in the samples/s above")
+    return [mk("info", what,
+               "nothing, if it was a reclaim or a drill (spot: the plan prices "
+               "spot.restart_minutes per reclaim); otherwise `reclaunch status NAME` and "
+               "`reclaunch logs NAME --all` show why the nodes stopped",
+               "each interruption costs the restart plus up to job.checkpoint.every_minutes "
+               "of steps trained again",
+               numbers={"restarts": n, "sigterm_steps": sig[:20], "resumed_from": back[:20]})]
+
+
 def below_plan(m, f, proj, t, mk):
     if f is None or not m.samples_per_s or f.samples_per_s <= 0:
-        return []
-    if m.mem_kind == "rss" and not t.get("on_cpu", True):
         return []
     ratio = m.samples_per_s / f.samples_per_s
     if ratio >= t["min_ratio"]:
         return []
+    if m.mem_kind == "rss":   # cloud: local: the same processes on a shared machine
+        return [mk("info",
+                   f"{m.samples_per_s:,.0f} samples/s is {ratio:.0%} of the plan's "
+                   f"{f.samples_per_s:,.0f} on this machine",
+                   "a local plan predicts from `reclaunch calibrate` (without it, from "
+                   "laptop-class constants, which the plan says): calibrate on an idle machine "
+                   "and re-plan; other work on these cores, or a reclaim drill, slows a run too",
+                   f"the plan's rate would make the job {1 / ratio:.1f}x shorter",
+                   numbers={"ratio": ratio})]
     return [mk("info",
                f"{m.samples_per_s:,.0f} samples/s is {ratio:.0%} of the plan's "
                f"{f.samples_per_s:,.0f}, and no rule names a cause",

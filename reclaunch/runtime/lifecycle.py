@@ -169,6 +169,8 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
     kube = env.kube_for(outputs)
     if not journal.done("apply"):
         with _Step(env, journal, "apply") as r:
+            from reclaunch.runtime.workdir import publish
+            publish(plan, into=r)   # job.workdir into its bucket before any pod fetches it
             r["applied"] = kube.apply_all(list(launch.objects))
     if preflight and not journal.done("preflight"):
         with _Step(env, journal, "preflight") as r:

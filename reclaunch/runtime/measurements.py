@@ -256,7 +256,8 @@ def _import_source(r: meas.Measurement, path: str) -> str:
 # ------------------------------------------------------------------ what plan passes in
 
 def plan_context(spec, *, preflight: bool = False) -> meas.PlanContext:
-    """Measured records + (cloud: local) this host's calibration, for make_plan(context=...)."""
+    """Measured records + (cloud: local) this host's calibration + the packed job.workdir,
+    for make_plan(context=...)."""
     recs, _ = load_all()
     host = host_id = note = None
     if spec.runs_here:
@@ -264,5 +265,10 @@ def plan_context(spec, *, preflight: bool = False) -> meas.PlanContext:
 
         host_id = calibrate.host_id()
         host, note = calibrate.load_for_this_host()
+    workdir = None
+    if spec.job.workdir:   # packed here (it reads the disk), so the plan counts its upload
+        from reclaunch.runtime.workdir import pack
+
+        workdir = pack(spec)
     return meas.PlanContext(measurements=tuple(recs), host=host, host_id=host_id, host_note=note,
-                            preflight=preflight)
+                            preflight=preflight, workdir=workdir)

@@ -274,8 +274,16 @@ def aggregate(samples: Iterable[Sample], *, window_size: int = 5, malformed: int
         series=series, mem_series=tuple(mem_series), losses=losses, malformed=malformed)
 
 
-def parse_lines(lines: Iterable[str]) -> tuple[list[Sample], list[str], int]:
-    """-> (metrics samples, the NCCL lines among the rest, malformed metrics lines)."""
+# The trainer's own lines when a run is interrupted (examples/trainer/train.py): SIGTERM (a
+# reclaim notice, `down`, a drill) and the resume from a checkpoint after a restart.
+_SIGTERM = re.compile(r"(?:^|\]: ?)info sigterm step=(\d{1,15})(?!\d)")
+_RESUMED = re.compile(r"(?:^|\]: ?)info resumed_from_step=(\d{1,15})(?!\d)")
+
+
+def parse_lines(lines: Iterable[str], events: dict[str, list] | None = None
+                ) -> tuple[list[Sample], list[str], int]:
+    """-> (metrics samples, the NCCL lines among the rest, malformed metrics lines).
+    `events`, when given, collects the interruptions: {"sigterm"|"resumed": [(rank, step)]}."""
     samples: list[Sample] = []
     nccl: list[str] = []
     bad = 0
@@ -288,7 +296,24 @@ def parse_lines(lines: Iterable[str]) -> tuple[list[Sample], list[str], int]:
                 samples.append(s)
         elif "NCCL" in line or "NET/" in line:
             nccl.append(line)
+        elif events is not None and "info " in line and len(line) <= MAX_LINE:
+            for kind, rx in (("sigterm", _SIGTERM), ("resumed", _RESUMED)):
+                if m := rx.search(line):
+                    events.setdefault(kind, []).append((log_rank(line), int(m.group(1))))
     return samples, nccl, bad
+
+
+def interruptions(events: dict[str, list]) -> dict[str, Any] | None:
+    """How often the job was stopped and resumed, from the trainer's lines: every rank of a
+    restart prints the same resume, so the count is the most any one rank printed."""
+    resumed: dict[Any, list[int]] = {}
+    for rank, step in events.get("resumed", []):
+        resumed.setdefault(rank, []).append(step)
+    sigterms = sorted({step for _, step in events.get("sigterm", [])})
+    if not resumed and not sigterms:
+        return None
+    lead = max(resumed.values(), key=len) if resumed else []
+    return {"restarts": len(lead), "resumed_from": lead, "sigterm_steps": sigterms}
 
 
 def nccl_facts(nccl_lines: list[str]) -> tuple[str | None, bool | None, dict[str, Any]]:
@@ -320,6 +345,11 @@ def with_nccl(m: Measured, nccl_lines: list[str]) -> Measured:
 
 def measure(lines: Iterable[str], *, window_size: int = 5) -> Measured | None:
     """Log lines (every rank's, any order between ranks) -> Measured, or None if no metrics."""
-    samples, nccl, bad = parse_lines(lines)
+    events: dict[str, list] = {}
+    samples, nccl, bad = parse_lines(lines, events)
     m = aggregate(samples, window_size=window_size, malformed=bad)
-    return with_nccl(m, nccl) if m is not None else None
+    if m is None:
+        return None
+    if (stops := interruptions(events)) is not None:
+        m = replace(m, extra={**m.extra, "interruptions": stops})
+    return with_nccl(m, nccl)

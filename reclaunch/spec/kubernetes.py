@@ -46,6 +46,14 @@ class KubernetesTarget(BaseModel):
     node_selector: dict[Annotated[str, Field(min_length=1, max_length=316)],
                         Annotated[str, Field(max_length=63)]] = Field({}, max_length=64, description=(
         "Node labels the job pods also require, beside their node group's"))
+    nodes: str | None = Field(None, min_length=1, max_length=1024, description=(
+        "A file `reclaunch nodes save` wrote (relative to this file): plan, render and check "
+        "read the nodes from it, with no kubeconfig needed; `up` always reads the cluster"))
+    service_account: str | None = Field(
+        None, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253, description=(
+            "The ServiceAccount the job pods run as: bind it to an identity with rights on a "
+            "bucket checkpoint prefix (EKS Pod Identity / IRSA, GKE or AKS workload identity); "
+            "default: the namespace's default ServiceAccount"))
 
 
 def rules(s: Any) -> list[Problem]:   # s: spec.models.Spec (which imports this module)

@@ -76,7 +76,9 @@ def message(root: type[BaseModel], err: dict) -> tuple[tuple, str]:
     if kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
         choices = re.findall(r"'([^']*)'", expected)
-        close = difflib.get_close_matches(str(err.get("input")), choices, n=1, cutoff=0.5)
+        meant = err.get("ctx", {}).get("meant")   # another name for a choice (`amazon`)
+        close = [meant] if meant else difflib.get_close_matches(str(err.get("input")), choices,
+                                                                n=1, cutoff=0.5)
         hint = f" — did you mean {close[0]}?" if close else ""
         return loc, f"{err.get('input')!r} is not one of {', '.join(choices)}{hint}"
     if kind == "too_short":

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Callable, Literal
 # From pydantic's public submodules, not the package: each first `from pydantic import X` of a
 # module's names runs pydantic's module __getattr__ (a scan of its lazy-import table, issue 25).
 from pydantic.fields import Field, PrivateAttr
+from pydantic.functional_serializers import PlainSerializer
 from pydantic.functional_validators import (AfterValidator, BeforeValidator, field_validator,
                                             model_validator)
 from pydantic.json_schema import WithJsonSchema
@@ -27,8 +28,8 @@ from reclaunch.spec.config import NESTED, STRICT, no_bool
 from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
 from reclaunch.spec.kubernetes import KubernetesTarget
 from reclaunch.spec.stacks import STACKS, fill_knobs
-from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, STORAGE_SIZE_JSON_SCHEMA,
-                                  parse_count, parse_size, parse_storage_size)
+from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, image_size, parse_count,
+                                  parse_spec_size)
 
 
 def _signed(fn: Callable) -> Callable:
@@ -40,9 +41,12 @@ def _signed(fn: Callable) -> Callable:
 
 
 Count = Annotated[int, BeforeValidator(_signed(parse_count)), WithJsonSchema(COUNT_JSON_SCHEMA)]
-Size = Annotated[int, BeforeValidator(parse_size), WithJsonSchema(SIZE_JSON_SCHEMA)]
-StorageSize = Annotated[int, BeforeValidator(parse_storage_size),
-                        WithJsonSchema(STORAGE_SIZE_JSON_SCHEMA)]
+# One rule for every size in a spec: a unit ("12GB", "1.2TiB"), or a bare number of GiB (units.py).
+# Dumped as bytes with their unit ("67108864B"): a dumped spec read back (the journal's spec
+# text, model_validate of a dump) must not take its byte counts for GiB.
+Size = Annotated[int, BeforeValidator(parse_spec_size), WithJsonSchema(SIZE_JSON_SCHEMA),
+                 PlainSerializer(lambda n: f"{n}B", return_type=str)]
+ImageSize = Annotated[Size, AfterValidator(image_size)]   # and no bigger than an image can be
 
 
 def _str_value(v: object) -> object:
@@ -70,24 +74,26 @@ EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=2
 
 
 
-def _one_of(choices: Callable[[], tuple[str, ...]]):
+def _one_of(choices: Callable[[], tuple[str, ...]],
+            alias: Callable[[object], str | None] = lambda v: None):
     """A Literal read from the registry when a spec is validated, not when this module is
     imported (reclaunch/clouds.py: a cloud or fabric registered later is a valid choice).
-    The error is pydantic's own literal_error, so messages.py words it as for any Literal."""
+    The error is pydantic's own literal_error, so messages.py words it as for any Literal;
+    `alias` names the choice another word means (`amazon` -> aws) for its "did you mean"."""
 
     def check(v: object) -> object:
         known = choices()
         if not isinstance(v, str) or v not in known:
             expected = ", ".join(f"'{c}'" for c in known[:-1]) + f" or '{known[-1]}'"
             raise PydanticCustomError("literal_error", "Input should be {expected}",
-                                      {"expected": expected})
+                                      {"expected": expected, "meant": alias(v) or ""})
         return v
 
     # The enum is filled in live by schema_docs.finish.
     return Annotated[str, BeforeValidator(check), WithJsonSchema({"type": "string"})]
 
 
-Cloud = _one_of(clouds.names)
+Cloud = _one_of(clouds.names, clouds.alias_of)
 Fabric = _one_of(lambda: ("auto", *clouds.selectable_fabrics()))
 StorageKind = Literal[tuple(STORAGE_KINDS)]  # type: ignore[valid-type]  (facts.py: one table)
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
@@ -110,7 +116,7 @@ class Interconnect(BaseModel):
 class Storage(BaseModel):
     model_config = STRICT
     kind: StorageKind = "none"
-    size: StorageSize | None = Field(None, description=(
+    size: Size | None = Field(None, description=(
         'Capacity, e.g. "1.2TiB" or "2400GiB"; a bare number is GiB. The plan prices what the '
         'service creates after its minimum and steps (FSx for Lustre: 1.2 TiB, then 2.4 TiB steps)'))
     mount_path: Annotated[str, AfterValidator(env_rules.mount_path)] = Field(
@@ -191,10 +197,18 @@ class Dataset(BaseModel):
 class Job(BaseModel):
     model_config = NESTED
     image: str | None = Field(None, min_length=1, max_length=512)
-    image_size: Size | None = Field(
-        None, ge=1, description='Compressed image size, e.g. "12GB": prices its pull in the startup timeline')
+    image_size: ImageSize | None = Field(
+        None, ge=1, description='Compressed image size, e.g. "12GB" (a bare number is GiB, as for '
+        'every size): prices its pull in the startup timeline')
     command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     args: list[EnvValue] = []
+    # Code without an image rebuild (SkyPilot's workdir, dstack's repo): runtime/workdir.py.
+    workdir: str | None = Field(None, min_length=1, max_length=1024, description=(
+        "A local directory (relative to this file) that `up` packs (its .gitignore applied, "
+        "secrets refused, at most workdir_max_size), puts where the pods read it (a ConfigMap "
+        "when tiny, else the checkpoint bucket) and unpacks before job.command runs in it"))
+    workdir_max_size: Size = Field("64MiB", ge=1, le=2**32, description=(
+        'Largest job.workdir, before packing, e.g. "64MiB" (a bare number is GiB)'))
     env: dict[EnvName, JobEnvValue] = {}
     batch_size: Count = Field(4096, ge=1, le=1 << 24, description="Per GPU (per process)")
     grad_accumulation: Int = Field(1, ge=1, le=4096)

@@ -52,11 +52,23 @@ def _close(word: str, choices: list[str], n: int, cutoff: float) -> list[str]:
     return difflib.get_close_matches(word, choices, n=n, cutoff=cutoff)
 
 
+def gpu_family(gpu: str) -> str:
+    """'H100-80GB' -> 'H100', 'H100-NVL-94GB' -> 'H100-NVL': the name without its memory, which
+    is how people and the vendors name the product ("an H100"; "H100 NVL" is another one)."""
+    return re.sub(r"-\d+GB$", "", gpu)
+
+
 def normalize_gpu(name: str, known: list[str]) -> str | list[str]:
-    """'h100' -> 'H100-80GB'; an ambiguous or unknown name returns the candidates."""
+    """'h100' -> 'H100-80GB'; an ambiguous or unknown name returns the candidates.
+
+    A bare product name is taken when one catalog GPU is that product ('H100', 'H100 NVL');
+    one that several memory sizes share ('A100': 40 and 80 GB) returns them, to be asked."""
     key = re.sub(r"[\s_]+", "-", name.strip().upper()).replace("GIB", "GB")
     if key in known:
         return key
+    family = [k for k in known if gpu_family(k) == key]
+    if family:
+        return family[0] if len(family) == 1 else sorted(family)
     hits = [k for k in known if k.startswith(key + "-") or k.replace("-", "") == key.replace("-", "")]
     return hits[0] if len(hits) == 1 else (hits or _close(key, known, n=3, cutoff=0.4))
 
@@ -130,10 +142,7 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
                     + (f" — did you mean {close[0]}?" if close else "")
                     + f" ({s.cloud} regions: {', '.join(known)})"))
     else:
-        # Zones are named after their region (us-east-1a, us-central1-a) or numbered (Azure: 1-3).
-        for i, zone in enumerate(s.zones):
-            if not (zone.isdigit() or zone.startswith(s.region)):
-                out.append((("zones", i), f"{zone!r} is not a zone of region {s.region}"))
+        out += _zones(s, cat)
     if not s.job.image:
         out.append((("job", "image"), "required for cloud clusters: the training image to pull"))
     gpus = sorted(cat.gpus)
@@ -142,6 +151,9 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
         got = normalize_gpu(s.gpu, gpus)
         if isinstance(got, str):
             gpu = got
+        elif len(got) > 1 and {gpu_family(g) for g in got} == {gpu_family(got[0])}:
+            out.append((("gpu",), f"{s.gpu!r} names {len(got)} GPUs: {' or '.join(got)}; "
+                        "write which (they differ in memory, so in what fits)"))
         else:
             hint = f" — did you mean {' or '.join(got)}?" if got else f"; known: {', '.join(gpus)}"
             out.append((("gpu",), f"unknown GPU {s.gpu!r}{hint}"))
@@ -198,6 +210,26 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
     return out
 
 
+
+
+def _zones(s: "Spec", cat) -> list[Problem]:
+    """Every zone must be one of the region's, by the cloud's naming of the catalog's zone data
+    (CloudFacts.zone_names), refused like an unknown region; a region without zone data keeps
+    the naming rule (its zones start with the region's name, or are numbered)."""
+    found = {z for o in cat.offers if o.cloud == s.cloud and o.region == s.region
+             for z in o.zones.split()}
+    rule = clouds.get(s.cloud).zone_names
+    known = list(rule(s.region, tuple(sorted(found))) if rule else sorted(found))
+    out: list[Problem] = []
+    for i, zone in enumerate(s.zones):
+        if known and zone not in known:
+            close = _close(zone, known, n=1, cutoff=0.8)
+            out.append((("zones", i), f"{zone!r} is not a zone of region {s.region}"
+                        + (f" — did you mean {close[0]}?" if close else "")
+                        + f" ({s.region} zones: {', '.join(known)})"))
+        elif not known and not (zone.isdigit() or zone.startswith(s.region)):
+            out.append((("zones", i), f"{zone!r} is not a zone of region {s.region}"))
+    return out
 
 
 def _capacity_rules(s: "Spec") -> list[Problem]:

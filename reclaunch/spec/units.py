@@ -18,15 +18,6 @@ COUNT_JSON_SCHEMA = {
         {"type": "string", "pattern": r"^\s*[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?\s*$"},
     ]
 }
-SIZE_JSON_SCHEMA = {
-    "anyOf": [
-        {"type": "integer", "minimum": 0},
-        {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]*)?\s*([KMGTPEkmgtpe]i?)?[Bb]?\s*$",
-         "examples": ["80GB", "100TiB", "1.2TiB"]},
-    ]
-}
-
-
 def parse_count(value: object) -> int:
     """An integral count. Floats and strings in e-notation are fine if they are whole."""
     if isinstance(value, bool):
@@ -55,7 +46,8 @@ def parse_count(value: object) -> int:
 
 
 def parse_size(value: object) -> int:
-    """Bytes. "80GB" is decimal (8e10), "80GiB" binary; a bare number is bytes."""
+    """Bytes. "80GB" is decimal (8e10), "80GiB" binary; a bare number is bytes (the planner's
+    own data files; a spec's sizes go through parse_spec_size)."""
     if isinstance(value, bool):
         raise ValueError("expected a size such as 100GiB, got a boolean")
     if isinstance(value, (int, float)):
@@ -77,9 +69,11 @@ def parse_size(value: object) -> int:
     return int(result)
 
 
-# storage.size: a bare number is GiB (what the stacks always created for it); said here, in the
-# field's description and the schema, and in the plan's storage line.
-STORAGE_SIZE_JSON_SCHEMA = {
+# Every size in a spec (storage.size, job.image_size, job.workdir_max) reads a bare number as
+# GiB: storage.size always did (what the stacks created for it), and one rule for all of them
+# means `image_size: 12000` can no longer be 12 kB beside a `size: 1200` of 1.2 TiB. Said here,
+# in the fields' descriptions and the schema, and in the plan's storage line.
+SIZE_JSON_SCHEMA = {
     "anyOf": [
         {"type": "number", "exclusiveMinimum": 0, "description": "GiB"},
         {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]*)?\s*([KMGTPEkmgtpe]i?)?[Bb]?\s*$",
@@ -88,8 +82,8 @@ STORAGE_SIZE_JSON_SCHEMA = {
 }
 
 
-def parse_storage_size(value: object) -> int:
-    """Bytes for storage.size: "1.2TiB", "500GB"; a bare number (1200, "1200") is GiB."""
+def parse_spec_size(value: object) -> int:
+    """Bytes for a size in a spec: "1.2TiB", "500GB"; a bare number (1200, "1200") is GiB."""
     if isinstance(value, bool):
         raise ValueError("expected a size such as 1.2TiB (a bare number is GiB), got a boolean")
     if isinstance(value, str) and re.fullmatch(r"\s*[0-9]+(\.[0-9]*)?\s*", value):
@@ -101,6 +95,19 @@ def parse_storage_size(value: object) -> int:
             raise ValueError(f"size {str(value)[:20]}... GiB is too large")
         return int(value * 2**30)
     return parse_size(value)
+
+
+# A sanity bound, not a registry's rule: images of recsys trainers are tens of GB at most.
+MAX_IMAGE_BYTES = 2**40
+
+
+def image_size(v: int) -> int:
+    """job.image_size: a bare number is GiB; one meant as MB or bytes lands far past any image."""
+    if v > MAX_IMAGE_BYTES:
+        raise ValueError(f"{human_bytes(v)} is larger than any container image (at most "
+                         f"{human_bytes(MAX_IMAGE_BYTES)} here); a bare number is GiB: write "
+                         "the unit, e.g. 12GB or 12000MB")
+    return v
 
 
 def human_bytes(n: float) -> str:

@@ -45,9 +45,12 @@ def offers_json(rows: list[Offer], catalog: Catalog, today: dt.date | None = Non
 
 
 def offers_table(rows: list[Offer], catalog: Catalog, today: dt.date | None = None,
-                 width: int | None = None):
+                 width: int | None = None, wide: bool = False):
     """One line per offer: with every region listed a wrapped row would triple the table, so
-    instance facts (vCPU, RAM) stay in --json and each source is a numbered note below."""
+    instance facts (vCPU, RAM) stay in --json and each source is a numbered note below.
+    Narrower than 140 columns, the least needed columns go (`wide`: every column, at its
+    natural width) and the rest are stacked two to a column where they would not fit whole
+    (ui/grid.stack): an instance or region name is never cut."""
     from rich.table import Table
 
     sources: dict[str, int] = {}
@@ -67,14 +70,13 @@ def offers_table(rows: list[Offer], catalog: Catalog, today: dt.date | None = No
         from rich import get_console
 
         width = get_console().width
-    drop = (() if width is None or width >= 140 else ("fabric",) if width >= 120
+    drop = (() if wide or width is None or width >= 140 else ("fabric",) if width >= 120
             else ("fabric", "spot range", "AZs"))
     cols = [(c, j) for c, j in (("cloud", "left"), ("instance", "left"), ("region", "left"),
                                 ("AZs", "right"), ("GPUs", "left"), ("fabric", "left"),
                                 ("on-demand", "right"), ("spot", "right"), ("spot range", "right"),
                                 ("as of", "left"), ("src", "right")) if c not in drop]
-    for col, just in cols:
-        t.add_column(col, justify=just, overflow="fold", no_wrap=col != "fabric")
+    table: list[tuple[list[str], str | None, bool]] = []
     for i, o in enumerate(rows):
         # An unpriced (availability-only) row's date is its listing's, not a price's: no star.
         stale = o.priced and o.is_stale(today)
@@ -88,8 +90,25 @@ def offers_table(rows: list[Offer], catalog: Catalog, today: dt.date | None = No
                  "spot": _usd(o.spot_usd), "spot range": spread,
                  "as of": o.price_as_of.isoformat() + (" *" if stale else ""),
                  "src": str(sources[_short_source(o.source, width=200)])}
-        t.add_row(*(shown(cells[c], keep_newlines=False) for c, _ in cols),
-                  style="yellow" if stale else None, end_section=last)
+        table.append(([shown(cells[c], keep_newlines=False) for c, _ in cols],
+                      "yellow" if stale else None, last))
+    from rich.text import Text
+
+    from reclaunch.ui.grid import floors, stack
+
+    def measure(c: str) -> int:
+        return Text.from_markup(c).cell_len
+
+    if not wide and width is not None:
+        cols, cells_ = stack(cols, [r for r, _, _ in table], width, measure=measure,
+                             prefer=(("instance", "region"), ("on-demand", "spot"),
+                                     ("spot range", "as of"), ("AZs", "GPUs")))
+        table = [(c, style, last) for c, (_, style, last) in zip(cells_, table)]
+    least = floors(cols, [r for r, _, _ in table], measure)
+    for (col, just), low in zip(cols, least):   # rich narrows a column no further than a word
+        t.add_column(col, justify=just, overflow="fold", no_wrap=wide, min_width=low)
+    for cells_row, style, last in table:
+        t.add_row(*cells_row, style=style, end_section=last)
     return t
 
 
@@ -107,11 +126,12 @@ def select_offers(cat, *, cloud=None, gpu=None, region=None) -> list:
 
         known = sorted(cat.gpus)
         got = normalize_gpu(gpu, known)
+        # "A100" names two models, "H100" the H100 and (as a filter) the H100 NVL: show them
+        # all. A look-alike ("80GB" -> L40S-48GB) is no match.
+        key = re.sub(r"[\s_]+", "-", gpu.strip().upper()).replace("GIB", "GB")
         if isinstance(got, str):
-            names = [got]
+            names = sorted({got, *(g for g in known if key and g.startswith(key + "-"))})
         else:
-            # "A100" names two models: show both. A look-alike ("80GB" -> L40S-48GB) is no match.
-            key = re.sub(r"[\s_]+", "-", gpu.strip().upper()).replace("GIB", "GB")
             names = [g for g in got if key and g.startswith(key + "-")]
             if not names:
                 hint = (f" — did you mean {' or '.join(got)}?" if got

@@ -47,11 +47,16 @@ def _hours(h: float) -> str:
     return f"{h * 60:.1f} min" if h * 60 >= 1 else f"{max(h * 3600, 1):.0f} s"
 
 
-def person_lines(needs: list[str]) -> list[str]:
-    """"What needs a person" (quotas with their codes, registrations, reservations)."""
+def person_lines(needs: list[str], width: int | None = None) -> list[str]:
+    """"What needs a person" (quotas with their codes, registrations, reservations); each item
+    wrapped to `width` with its continuation lines under its text (None: one line each)."""
     if not needs:
         return []
-    return ["what needs a person first (reclaunch cannot do these):", *(f"  - {n}" for n in needs)]
+    from reclaunch.ui.grid import wrap
+
+    items = [line for n in needs
+             for line in ([f"  - {n}"] if width is None else wrap(f"  - {n}", width, indent="    "))]
+    return ["what needs a person first (reclaunch cannot do these):", *items]
 
 
 def object_lines(objects: list[dict[str, Any]], job: dict[str, Any] | None) -> list[str]:

@@ -27,6 +27,13 @@ import click
 Column = tuple[str, str]   # (header, "left" | "right")
 
 
+def terminal_width(most: int) -> int:
+    """The terminal's columns ($COLUMNS first), at most `most`; `most` when not a terminal."""
+    import shutil
+
+    return max(40, min(most, shutil.get_terminal_size((most, 24)).columns))
+
+
 def bold_ok() -> bool:
     """Bold only on a terminal and without NO_COLOR (https://no-color.org: set and not empty)."""
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -101,13 +108,68 @@ def items(lines: list[str], *, width: int, mark: str = "-", title: str | None = 
     return out + [f" {x}".rstrip() for b in body for x in b]
 
 
-def _fit(widths: list[int], width: int) -> list[int]:
+def _fit(widths: list[int], width: int, floors: list[int] | None = None) -> list[int]:
     """Narrow the widest column, one character at a time, until the table fits `width`
-    (borders and padding: 3 characters a column, plus 1), as rich collapses a wide table."""
+    (borders and padding: 3 characters a column, plus 1), as rich collapses a wide table:
+    first only down to each column's longest word (`floors`: wrapped, nothing folded), then
+    any column (a word folded) when even that does not fit."""
     widths = list(widths)
-    while sum(widths) + 3 * len(widths) + 1 > width and max(widths) > 1:
-        widths[widths.index(max(widths))] -= 1
+    for floor in (floors or [1] * len(widths), [1] * len(widths)):
+        while sum(widths) + 3 * len(widths) + 1 > width:
+            room = [w if w > f else 0 for w, f in zip(widths, floor)]
+            if max(room) == 0:
+                break
+            widths[room.index(max(room))] -= 1
     return widths
+
+
+def longest_word(text: str, measure=len) -> int:
+    return max((measure(w) for w in _safe(text).replace("\n", " ").split(" ")), default=0)
+
+
+def floors(columns: list[Column], rows: list[list[str]], measure=len, prose: tuple[str, ...] = (),
+           prose_min: int = 20) -> list[int]:
+    """Each column's narrowest width that folds no word (a rich column's min_width)."""
+    return [max(prose_min if h in prose else 0, longest_word(h, measure),
+                *(longest_word(r[i], measure) for r in rows)) for i, (h, _) in enumerate(columns)]
+
+
+def stack(columns: list[Column], rows: list[list[str]], width: int, *, measure=len,
+          prose: tuple[str, ...] = (), prose_min: int = 20,
+          prefer: tuple[tuple[str, str], ...] = ()) -> tuple[list[Column], list[list[str]]]:
+    """Columns (and rows) for `width`: adjacent columns merged, header over header and cell
+    over cell, until every column's longest word fits (3 characters of border and padding a
+    column, plus 1), so an 80-column terminal shows every instance and region name whole
+    instead of cut or folded (issue 42). The `prefer` pairs (headers) go first, in order,
+    then two single columns before a third joins them, the merge that saves the most first;
+    `prose` columns (a message) wrap at any width from `prose_min` and are never merged.
+    `measure`: a cell's printed width (markup is not printed)."""
+    need = floors(columns, rows, measure, prose, prose_min)
+    groups = [[i] for i in range(len(columns))]
+
+    def total() -> int:
+        return sum(max(need[i] for i in g) for g in groups) + 3 * len(groups) + 1
+
+    while total() > width:
+        best, rank = None, None
+        for k in range(len(groups) - 1):
+            a, b = groups[k], groups[k + 1]
+            if any(columns[i][0] in prose for i in a + b):
+                continue
+            pair = (columns[a[-1]][0], columns[b[0]][0])
+            order = prefer.index(pair) if len(a) == len(b) == 1 and pair in prefer else len(prefer)
+            saving = min(max(need[i] for i in a), max(need[i] for i in b)) + 3
+            key = (order, len(a) + len(b), -saving)
+            if rank is None or key < rank:
+                best, rank = k, key
+        if best is None:
+            break
+        groups[best:best + 2] = [groups[best] + groups[best + 1]]
+    if len(groups) == len(columns):
+        return columns, rows
+    cols = [("\n".join(columns[i][0] for i in g),
+             "right" if all(columns[i][1] == "right" for i in g) else "left") for g in groups]
+    return cols, [["\n".join(r[i] for i in g) for g in groups] for r in rows]
 
 
 def _rule(left: str, fill: str, mid: str, right: str, widths: list[int]) -> str:
@@ -130,11 +192,14 @@ def _row(cells: list[list[str]], widths: list[int], justs: list[str], edge: str,
 def boxed(columns: list[Column], rows: list[list[str]], *, width: int, title: str | None = None,
           caption: str | None = None, bold: bool = False) -> list[str]:
     """A table in rich's HEAVY_HEAD box: heavy lines around the header, light below it."""
+    columns, rows = stack(columns, rows, width)
     heads = [h for h, _ in columns]
     justs = [j for _, j in columns]
-    natural = [max([len(h), *(len(line) for r in rows for line in _safe(r[i]).split("\n"))])
+    natural = [max([len(line) for line in h.split("\n")] + [len(line) for r in rows
+                                                            for line in _safe(r[i]).split("\n")])
                for i, h in enumerate(heads)]
-    widths = _fit(natural, width)
+    floors = [max([longest_word(h)] + [longest_word(r[i]) for r in rows]) for i, h in enumerate(heads)]
+    widths = _fit(natural, width, floors)
     total = sum(widths) + 3 * len(widths) + 1
     out = _centred(title, total) if title else []
     out.append(_rule("┏", "━", "┳", "┓", widths))

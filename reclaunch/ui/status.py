@@ -32,7 +32,9 @@ def measured_cells(s) -> tuple[str, str]:
             _vs(m.get("projected_usd"), m.get("planned_usd"), money=True))
 
 
-def status_table(statuses: Iterable):
+def status_table(statuses: Iterable, width: int | None = None):
+    """`width`: the terminal's; columns are stacked two to one where they would not fit whole
+    (ui/grid.stack), the message wraps. None: every column at its natural width (--wide)."""
     from rich.table import Table
 
     from reclaunch.ui.text import shown
@@ -43,8 +45,7 @@ def status_table(statuses: Iterable):
     cols = ["name", "cloud", "state", "nodes", "pods", "elapsed", "spend"]
     if measured:   # the job reported RECLAUNCH_METRICS: measured rate and projection vs plan
         cols += ["samples/s", "job cost at that rate"]
-    for col in cols + ["message"]:
-        t.add_column(col, overflow="fold")
+    rows: list[list[str]] = []
     colour = {"Succeeded": "green", "Running": "cyan", "Failed": "red", "Restarting": "yellow"}
     for s in statuses:
         caps: dict[str, int] = {}
@@ -55,9 +56,26 @@ def status_table(statuses: Iterable):
         spend = "-" if s.spend_usd is None else _money(s.spend_usd)
         extra = list(measured_cells(s)) if measured else []
         # name, message and cells come from state files and job output: text, never markup
-        t.add_row(shown(s.name), shown(s.cloud), f"[{colour.get(s.state, 'white')}]{shown(s.state)}[/]",
-                  shown(nodes), shown(pods), _elapsed(s.elapsed_seconds), spend,
-                  *(shown(c) for c in extra), shown((s.message or "")[:200]))
+        rows.append([shown(s.name), shown(s.cloud),
+                     f"[{colour.get(s.state, 'white')}]{shown(s.state)}[/]",
+                     shown(nodes), shown(pods), _elapsed(s.elapsed_seconds), spend,
+                     *(shown(c) for c in extra), shown((s.message or "")[:200])])
+    from rich.text import Text
+
+    from reclaunch.ui.grid import floors, stack
+
+    def measure(c: str) -> int:
+        return Text.from_markup(c).cell_len
+
+    columns = [(c, "left") for c in cols + ["message"]]
+    if width is not None:
+        columns, rows = stack(columns, rows, width, prose=("message",), measure=measure)
+    least = floors(columns, rows, measure, prose=("message",))
+    for (col, _), low in zip(columns, least):   # rich narrows a column no further than a word
+        t.add_column(col, overflow="fold", no_wrap=width is None and col != "message",
+                     min_width=low)
+    for row in rows:
+        t.add_row(*row)
     return t
 
 

@@ -56,11 +56,14 @@ def test_an_imported_record_far_from_the_model_is_not_priced_and_the_plan_says_s
     assert p.throughput_basis["kind"] == "model"
     assert p.throughput_samples_per_second == pytest.approx(model)
     assert any("more than the 4x an imported record may move a plan" in w for w in p.warnings)
-    # Within the stated factor it prices the plan, and a run of this machine's own always does.
+    # Within the stated factor it prices the plan, and a run of this machine's own always counts:
+    # the clean runs of the shape are weighed together (their median), the far import left out.
     ms.import_file(_export(tmp_path, _rec(samples_per_s=model * 2, measured_at="2026-11-21T00:00:00+00:00")))
     assert _plan().throughput_samples_per_second == pytest.approx(model * 2)
     ms.save(from_dict(_rec(samples_per_s=model * 50, measured_at="2026-11-22T00:00:00+00:00", run="mine")))
-    assert _plan().throughput_samples_per_second == pytest.approx(model * 50)
+    p = _plan()
+    assert p.throughput_samples_per_second == pytest.approx(model * (2 + 50) / 2)
+    assert p.throughput_basis["clean_runs"] == 2
 
 
 @pytest.mark.timeout(60)

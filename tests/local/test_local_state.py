@@ -140,6 +140,11 @@ def test_second_up_after_success_says_finished_and_fresh_starts_over(home, provi
     assert st.state == "Succeeded", st.message
     root = home / "local" / "twice"
     first = json.loads((root / "state.json").read_text())["run_id"]
+    # A run its teardown took down trains afresh (test_newcomer_local.py); one that was not
+    # (its supervisor died before tearing down) still answers "already finished".
+    wait_for(lambda: not lp.run_pids("twice"), 30, "the torn-down supervisor to exit")
+    state = json.loads((root / "state.json").read_text())
+    lp.write_json(root / "state.json", {**state, "torn_down": False})
 
     again = provider.up(plan, cwd=str(helpers.REPO), console=_quiet())
     assert again.details.get("already_finished") and "already finished" in again.message

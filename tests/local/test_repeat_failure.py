@@ -77,3 +77,47 @@ def test_a_config_error_stops_after_two_attempts(home, provider, helpers, capsys
     provider.down("cfg", yes=True)
     said = capsys.readouterr().out      # `down` says what it stopped and deleted
     assert "cfg: no process left" in said and "deleted" in said and str(home / "local" / "cfg") in said
+
+
+def test_the_same_first_failure_on_every_rank_stops_at_once() -> None:
+    # issue 42: an unknown trainer flag fails every rank alike; one attempt is proof enough
+    w = RepeatWatch(world=2)
+    attempt(w, 0, "train.py: error: unrecognized arguments: --foo", 1, rank=0)
+    assert w.repeated() is None                    # one rank of two: maybe its node
+    attempt(w, 1, "train.py: error: unrecognized arguments: --foo", 2, rank=1)
+    why = w.repeated()
+    assert why and "every rank (2 of 2) failed the same way on its first attempt" in why
+    assert "unrecognized arguments: --foo" in why
+
+
+def test_every_rank_but_different_lines_or_one_rank_alone_is_no_proof() -> None:
+    w = RepeatWatch(world=2)
+    attempt(w, 0, "ValueError: bad shard header", 1, rank=0)
+    attempt(w, 1, "RuntimeError: Connection closed by peer", 2, rank=1)   # the peer's doing
+    assert w.repeated() is None
+    solo = RepeatWatch(world=1)                     # one process: a single failure may be chance
+    attempt(solo, 0, "error: --foo", 1)
+    assert solo.repeated() is None
+    w2 = RepeatWatch(world=2)
+    attempt(w2, 0, "error: --foo", 1, rank=0)
+    w2.reclaimed()                                  # a drill between them: start counting again
+    attempt(w2, 1, "error: --foo", 2, rank=1)
+    assert w2.repeated() is None
+
+
+@pytest.mark.timeout(240)
+def test_an_unknown_flag_on_two_nodes_stops_after_the_first_attempt(home, provider, helpers):
+    cmd = ["python", "-c", "import sys, time; time.sleep(1); "
+           "print('train.py: error: unrecognized arguments: --foo', flush=True); sys.exit(2)"]
+    spec = helpers.make_spec("flag", command=cmd, args=[], nodes=2, min_nodes=2, max_nodes=2,
+                             max_restarts=6)
+    st = provider.up(helpers.local_plan(spec), cwd=str(helpers.REPO), console=_quiet())
+    assert st.state == "Failed"
+    assert "every rank (2 of 2) failed the same way on its first attempt" in st.message, st.message
+    assert "unrecognized arguments: --foo" in st.message
+    # decided on the first attempt; torchrun may start another while its agent is being
+    # stopped (SIGTERM, grace, SIGKILL), as in the single-node test above: never the 7 allowed
+    for node in (0, 1):
+        log = lp.node_log(home / "local" / "flag", node).read_text()
+        assert 1 <= log.count("failed (exitcode") <= 3, log
+    provider.down("flag", yes=True)

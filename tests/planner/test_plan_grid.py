@@ -38,14 +38,24 @@ def test_boxed_draws_rich_heavy_head_box_with_title_and_caption():
     ]
 
 
-def test_a_table_wider_than_the_width_wraps_its_widest_column_and_keeps_every_character():
-    name = "Standard_NC24ads_A100_v4"   # one word longer than the narrowed column: folded, not cut
+def test_a_table_wider_than_the_width_stacks_columns_and_keeps_every_character():
+    name = "Standard_NC24ads_A100_v4"
     rows = [["1", f"azure {name}", "westus3"], ["2", "aws g6.12xlarge", "eu-south-2"]]
-    lines = grid.boxed([("#", "right"), ("instance", "left"), ("region", "left")], rows, width=30)
-    assert max(map(len, lines)) <= 30
-    assert len({len(line) for line in lines}) == 1          # every line meets the right edge
-    cells = [c.strip() for line in lines if line.startswith("│") for c in line.split("│")[2:3]]
-    assert "".join(cells) == f"azure{name}awsg6.12xlarge"
+    cols = [("#", "right"), ("instance", "left"), ("region", "left")]
+    # 45 columns: the instance wraps at its space, every name whole on its line
+    lines = grid.boxed(cols, rows, width=45)
+    assert max(map(len, lines)) <= 45 and len({len(line) for line in lines}) == 1
+    assert any(f"│ {name}" in line for line in lines)
+    # 30: too narrow for three columns of whole words: stacked (issue 42), still whole
+    lines = grid.boxed(cols, rows, width=30)
+    assert max(map(len, lines)) <= 30 and len({len(line) for line in lines}) == 1
+    cells = [line.strip("│ ") for line in lines if line.startswith("│")]
+    assert name in cells and "westus3" in cells and "eu-south-2" in cells
+    # 20: one word longer than any column can be: folded, never cut
+    lines = grid.boxed(cols, rows, width=20)
+    assert max(map(len, lines)) <= 20
+    cells = [c.strip() for line in lines if line.startswith("│") for c in line.split("│")[1:2]]
+    assert name in "".join(cells)
     assert "…" not in "".join(lines)
 
 

@@ -130,4 +130,4 @@ def test_plan_says_where_the_pod_check_runs():
     res = CliRunner().invoke(cli, ["plan", "examples/aws-deepfm-p4d.yaml"])
     assert res.exit_code == 0, res.output
     assert ("pods on nodes: not checked by plan; `reclaunch up examples/aws-deepfm-p4d.yaml "
-            "--dry-run` (or render, preview) checks them") in res.output
+            "--dry-run` (or render, preview) checks them") in " ".join(res.output.split())  # wrapped

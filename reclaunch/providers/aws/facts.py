@@ -64,8 +64,19 @@ ENIS = {
 }
 
 
+def _zone_names(region: str, zone_ids: tuple[str, ...]) -> tuple[str, ...]:
+    """A zone is named by its region and a letter (us-east-1a), one per zone; the catalog's
+    zone data is AZ IDs (use1-az1, from the SkyPilot snapshot), which number the same zones,
+    retired ones included, so the highest ID bounds the letters. Which letter is which ID
+    differs per account (docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html);
+    stacks/aws/network.py maps the name at `up`."""
+    numbers = [int(n) for z in zone_ids for _, _, n in [z.rpartition("-az")] if n.isdigit()]
+    return tuple(f"{region}{chr(ord('a') + i)}" for i in range(min(max(numbers, default=0), 26)))
+
+
 FACTS = CloudFacts(
     name="aws", kind="kube", provider="reclaunch.providers.aws", stack="stacks.aws",
+    aliases=("amazon", "ec2", "eks", "amazon-web-services"), zone_names=_zone_names,
     storage=("fsx-lustre", "efs", "cephfs", "pvc", "bucket", "none"),
     reservation_kinds=("odcr", "capacity-block"),
     fabrics=(EFA, ETHERNET),

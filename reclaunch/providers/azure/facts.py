@@ -48,8 +48,14 @@ def _calls(token: str, args: dict, region: str) -> dict:
     }.get(token, {})
 
 
+def _zone_names(region: str, zone_ids: tuple[str, ...]) -> tuple[str, ...]:
+    # Logical zones 1, 2 and 3 in every zone-enabled region (learn.microsoft.com/azure/
+    # reliability/availability-zones-overview); the catalog has no Azure zone data.
+    return ("1", "2", "3")
+
+
 FACTS = CloudFacts(
-    name="azure", kind="kube", provider="reclaunch.providers.azure", stack="stacks.azure",
+    name="azure", aliases=("microsoft", "aks", "microsoft-azure"), zone_names=_zone_names, kind="kube", provider="reclaunch.providers.azure", stack="stacks.azure",
     storage=("azure-lustre", "azure-files", "cephfs", "pvc", "bucket", "none"),
     reservation_kinds=("azure-crg",),
     encryption_at_host=True,   # the others always encrypt at the host

@@ -41,7 +41,8 @@ def _calls(token: str, args: dict, region: str) -> dict:
 
 
 FACTS = CloudFacts(
-    name="gcp", kind="kube", provider="reclaunch.providers.gcp", stack="stacks.gcp",
+    # Zones: the catalog's own (us-central1-a, from the SkyPilot snapshot), as they are named.
+    name="gcp", aliases=("google", "gke", "google-cloud", "gce"), kind="kube", provider="reclaunch.providers.gcp", stack="stacks.gcp",
     storage=("filestore", "cephfs", "pvc", "bucket", "none"),
     reservation_kinds=("gcp-reservation",),
     fabrics=(TCPX, TCPXO, RDMA, ETHERNET),

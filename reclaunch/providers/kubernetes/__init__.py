@@ -36,14 +36,37 @@ def _connect(context: str | None):
     return connect(context)
 
 
-def planning_catalog(spec, catalog: "Catalog", *, connect: Callable | None = None) -> "Catalog":
+def planning_catalog(spec, catalog: "Catalog", *, connect: Callable | None = None,
+                     live: bool = False) -> "Catalog":
     """The cluster's node groups as the catalog `plan` plans on (the API is read here, so the
-    planner stays pure)."""
-    from reclaunch.providers.kubernetes.connect import context_name
+    planner stays pure). From a saved description (saved.py) when the spec names one
+    (kubernetes.nodes) or when there is no kubeconfig and one was saved for its context;
+    `live` (`up`): the cluster itself, always."""
+    from pathlib import Path
+
+    from reclaunch.providers.kubernetes import saved
+    from reclaunch.providers.kubernetes.connect import context_name, kubeconfig_missing
     from reclaunch.providers.kubernetes.nodes import read_nodes
     from reclaunch.providers.kubernetes.offers import cluster_catalog
-    context = context_name(spec.kubernetes.context if spec.kubernetes else None)
-    nodes = read_nodes((connect or _connect)(context))
+    k = spec.kubernetes
+    named = k.context if k else None
+    path = None
+    if k and k.nodes and not live:
+        path = Path(getattr(spec, "_source", ".")).resolve().parent / Path(k.nodes).expanduser()
+    elif not live and named and kubeconfig_missing() and saved.default_path(named).is_file():
+        path = saved.default_path(named)
+    if path is not None:
+        nodes, meta = saved.load(path)
+        context = named or meta["context"]
+        return cluster_catalog(spec, nodes, catalog, context=context,
+                               read=f"as saved {meta['saved_at']} in {path}")
+    try:
+        context = context_name(named)
+        nodes = read_nodes((connect or _connect)(context))
+    except ProviderError as exc:
+        if live or not kubeconfig_missing():
+            raise
+        raise ProviderError(exc.message, hint=saved.no_kubeconfig_hint(named, exc)) from None
     return cluster_catalog(spec, nodes, catalog, context=context)
 
 

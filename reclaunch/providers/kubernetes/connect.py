@@ -70,6 +70,10 @@ def _expanded(node, memo: dict[int, int]) -> int:
     return memo[id(node)]
 
 
+def kubeconfig_missing() -> bool:
+    return not any(Path(p).is_file() for p in kubeconfig_path().split(os.pathsep))
+
+
 def current_context() -> str:
     k8s = require("kubernetes", "k8s")
     check_kubeconfig(kubeconfig_path())
@@ -86,7 +90,7 @@ def connect(context: str | None):
     from reclaunch.runtime.kube import Kube
     k8s = require("kubernetes", "k8s")
     path = kubeconfig_path()
-    if not any(Path(p).is_file() for p in path.split(os.pathsep)):
+    if kubeconfig_missing():
         raise ProviderError(f"no kubeconfig at {path}",
                             hint="set KUBECONFIG, or `aws eks update-kubeconfig` / "
                             "`gcloud container clusters get-credentials` / `az aks get-credentials`")

@@ -8,7 +8,7 @@ API at plan time. The vendors' fabric profiles apply to its nodes by instance ty
 from reclaunch.clouds import ETHERNET, CloudFacts
 
 FACTS = CloudFacts(
-    name="kubernetes", kind="own", provider="reclaunch.providers.kubernetes",
+    name="kubernetes", kind="own", aliases=("k8s", "kube", "onprem", "on-prem"), provider="reclaunch.providers.kubernetes",
     # A PVC the cluster's storage class provides, CephFS the team runs, or nothing; no stack
     # creates a file system on a cluster we did not make.
     storage=("cephfs", "pvc", "none"),

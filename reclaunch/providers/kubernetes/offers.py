@@ -214,7 +214,8 @@ def _largest(nodes: list[Node]) -> Node:
     return min(nodes, key=lambda n: (-n.gpus, n.name))   # the first by name among the largest
 
 
-def cluster_catalog(spec: "Spec", nodes: list[Node], catalog: Catalog, *, context: str) -> Catalog:
+def cluster_catalog(spec: "Spec", nodes: list[Node], catalog: Catalog, *, context: str,
+                    read: str | None = None) -> Catalog:
     """The offers of this cluster for this spec. SpecError (exit 2) where the spec names what
     the cluster lacks (instance type, GPU, fabric); PlanError (exit 1) where no node is large
     enough, naming the largest."""
@@ -241,7 +242,7 @@ def cluster_catalog(spec: "Spec", nodes: list[Node], catalog: Catalog, *, contex
     if not offers:
         raise PlanError(f"cluster {context}: no node group can be planned on: {'; '.join(why_not)}")
     offers = _narrow(spec, offers, context)
-    return Catalog(version=f"cluster {context} read {host.today().isoformat()}",
+    return Catalog(version=f"cluster {context} " + (read or f"read {host.today().isoformat()}"),
                    offers=tuple(offers), gpus=catalog.gpus)
 
 

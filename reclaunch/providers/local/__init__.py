@@ -83,7 +83,8 @@ class LocalProvider:
             from reclaunch.ui.console import console as new_console
             from reclaunch.ui.plan import render_plan
 
-            (console or new_console()).print(render_plan(plan), markup=False, highlight=False)
+            out = console or new_console()
+            out.print(render_plan(plan, width=min(110, out.width)), markup=False, highlight=False)
         root = lp.cluster_dir(spec.name)
         old = lp.read_json(root / "state.json")
         if old and lp.supervisor_alive(old):
@@ -131,6 +132,13 @@ class LocalProvider:
         if Path("/sys/class/net/lo").exists() and "GLOO_SOCKET_IFNAME" not in os.environ:
             env.setdefault("GLOO_SOCKET_IFNAME", "lo")
         where = Path(cwd or _repo_root(o.spec_path or getattr(spec, "_source", None)))
+        if (pack := getattr(plan.context, "workdir", None)) is not None:
+            # job.workdir: unpacked into the run's own directory, where the command runs, as
+            # a pod's init container unpacks it before the training container starts
+            from reclaunch.runtime.workdir import unpack
+            shutil.rmtree(root / "workdir", ignore_errors=True)
+            unpack(pack.path, root / "workdir", pack.digest)
+            where = root / "workdir"
         launch = {
             "name": spec.name, "run_id": uuid.uuid4().hex[:8], "cwd": str(where),
             "nodes": plan.nodes, "min_nodes": plan.min_nodes, "max_nodes": plan.max_nodes,
@@ -269,6 +277,15 @@ class LocalProvider:
                 break
             time.sleep(0.1)
         raise ProviderError(f"the supervisor of {name!r} did not carry out the preemption")
+
+    # ------------------------------------------------------------ exec, port-forward (shell.py)
+    def exec(self, name: str, command: list[str], *, rank: int = 0, interactive: bool = False) -> int:
+        from reclaunch.providers.local import shell
+        return shell.run(name, command, rank=rank, interactive=interactive)
+
+    def port_forward(self, name: str, port: int, **kw: Any) -> str | None:
+        from reclaunch.providers.local import shell
+        return shell.forward(name, port, **kw)
 
     # ------------------------------------------------------------ name claims (claims.py)
     def holds(self, name: str) -> tuple[str, None, str] | None:

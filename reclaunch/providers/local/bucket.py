@@ -124,8 +124,25 @@ def ensure(name: str, info: dict, root: Path) -> str:
                 f"{info['prefix']}/ is its only content)")
     except (ClientError, BotoCoreError) as exc:
         raise ProviderError(f"checkpoint bucket s3://{bucket}: {str(exc).splitlines()[0][:200]}",
-                            hint="set AWS_ENDPOINT_URL to your S3 endpoint (MinIO, moto), or "
-                                 "storage.kind: bucket to have `up` create it") from None
+                            hint=_fix(info)) from None
+
+
+def _fix(info: dict) -> str:
+    """What to do, from what is missing: never to set what the spec already sets."""
+    import os
+
+    parts = []
+    if not (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")):
+        parts.append("AWS_ENDPOINT_URL is not set, so this went to AWS itself: start an S3 "
+                     "endpoint (`python -m moto.server -p 5000`, or MinIO) and `export "
+                     "AWS_ENDPOINT_URL=http://127.0.0.1:5000` (moto takes any AWS_ACCESS_KEY_ID "
+                     "and AWS_SECRET_ACCESS_KEY), or give AWS credentials for a real bucket")
+    else:
+        parts.append("check that AWS_ENDPOINT_URL answers and its credentials "
+                     "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) are accepted")
+    if not info.get("created"):
+        parts.append("or set storage.kind: bucket to have `up` create the bucket")
+    return "; ".join(parts)
 
 
 def describe(store: dict, root: Path) -> str:

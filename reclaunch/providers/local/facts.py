@@ -6,7 +6,7 @@ FACTS = CloudFacts(
     # Runs on this machine: no catalog offer, no region, gloo over loopback. It takes the
     # clouds' DNS-1035 name rule: it is the rehearsal for a cloud, and its name must survive
     # the move.
-    name="local", kind="here", provider="reclaunch.providers.local",
+    name="local", kind="here", aliases=("localhost", "laptop", "here"), provider="reclaunch.providers.local",
     storage=("hostpath", "bucket", "none"),
     fabrics=(GLOO,),
     planner={"reclaim_rate_per_node_hour": 0.0, "control_plane_usd_per_hour": 0.0,

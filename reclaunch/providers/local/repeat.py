@@ -6,7 +6,10 @@ here; at each such line the node's attempt ends, and its signature is the exit c
 last line each of its ranks printed (a trainer's `error: ...`, a traceback's `ValueError: ...`).
 Two attempts in a row with the same signature on one node, and no reclaim drill between them
 (a reclaim makes the surviving node fail the same way each time, and that is the drill), stop
-the job: `repeated()` says why.
+the job: `repeated()` says why. Sooner still: when every rank of the world has failed with the
+same last line (an unknown trainer flag: each rank parses its arguments alone and says so), the
+failure is the job's own, not a peer's or a node's, and no restart can change it; the job
+stops after that first attempt.
 """
 
 from __future__ import annotations
@@ -22,10 +25,18 @@ _NOISE = re.compile(r"^(step=|RECLAUNCH_METRICS|info |\s*$)")
 
 
 class RepeatWatch:
-    def __init__(self) -> None:
+    def __init__(self, world: int = 0) -> None:
+        self.world = world                             # ranks of the job (0: not known)
         self.last: dict[int, dict[int, str]] = {}      # node -> rank -> last meaningful line
         self.attempts: dict[int, list[tuple]] = {}     # node -> signatures of ended attempts
+        self.failed: dict[int, str] = {}               # rank -> its last line when it failed
         self.found: tuple[int, str] | None = None      # (node, the repeated line)
+        self.everywhere = False                        # found on every rank at once
+
+    @classmethod
+    def of(cls, launch: dict) -> "RepeatWatch":
+        """For a run's launch.json: its world is nodes x processes per node."""
+        return cls(int(launch.get("nodes") or 0) * int(launch.get("nproc") or 1))
 
     def feed(self, node: int, line: str) -> None:
         rank, text = split_rank(line.rstrip("\n"))
@@ -37,6 +48,11 @@ class RepeatWatch:
         if not m:
             return
         lines = self.last.pop(node, {})
+        self.failed.update(lines)
+        # One rank alone proves nothing (a single-process job may fail once by chance).
+        if (self.world >= 2 and self.found is None and len(self.failed) >= self.world
+                and len(set(self.failed.values())) == 1):
+            self.found, self.everywhere = (node, next(iter(self.failed.values()))), True
         sig = (m.group(1), tuple(sorted(set(lines.values()))))
         seen = self.attempts.setdefault(node, [])
         if seen and seen[-1][0] == m.group(1) and self._same_attempt(seen[-1], sig):
@@ -55,11 +71,16 @@ class RepeatWatch:
         """A reclaim drill started: what fails next is the drill's doing, not a repeat."""
         self.attempts.clear()
         self.last.clear()
+        self.failed.clear()
 
     def repeated(self) -> str | None:
         if self.found is None:
             return None
         node, line = self.found
+        if self.everywhere:
+            return (f"every rank ({len(self.failed)} of {self.world}) failed the same way on its "
+                    f"first attempt: {line[:300]}; a config error fails every restart, so "
+                    "reclaunch stopped instead of retrying up to job.max_restarts")
         return (f"the same failure on two attempts in a row (node {node}): {line[:300]}; "
                 "a config error fails every restart, so reclaunch stopped instead of retrying "
                 "up to job.max_restarts")

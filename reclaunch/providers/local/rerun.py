@@ -18,12 +18,20 @@ from reclaunch.runtime.states import JobStatus
 
 
 def finished_before(root: Path, old: dict[str, Any] | None, *, fresh: bool) -> JobStatus | None:
-    """The status to return instead of starting, or None to go ahead (after --fresh cleanup)."""
+    """The status to return instead of starting, or None to go ahead (after --fresh cleanup).
+
+    A run its teardown policy already took down (`make demo`'s: teardown.when on_completion)
+    is a cluster that is gone, as on a cloud: the next `up` is a new one and trains from
+    step 0, as --fresh would, when its checkpoints were the cluster's own (under its
+    directory). Checkpoints that outlive the cluster (a bucket, a path of the user's) are
+    the user's to keep or remove, so such a run still answers "already finished"."""
     if not old or old.get("state") != "Succeeded":
         return None
     name = root.name
-    if fresh:
-        ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")
+    ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")
+    own = isinstance(ckpt, str) and "://" not in ckpt and (
+        not ckpt or Path(ckpt).resolve().is_relative_to(root.resolve()))
+    if fresh or (old.get("torn_down") is True and own):
         if isinstance(ckpt, str) and "://" in ckpt:
             raise UsageError(f"--fresh: the checkpoints of {name} are in {ckpt}; `reclaunch down "
                              f"{name}` deletes them (or remove that prefix yourself)")

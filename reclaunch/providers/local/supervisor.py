@@ -47,7 +47,7 @@ class Supervisor:
         self.started_at = time.time()
         self.finished_at: float | None = None
         self.restarting_since: float | None = None
-        self.repeat = repeat.RepeatWatch()   # the same failure twice in a row stops the job
+        self.repeat = repeat.RepeatWatch.of(self.launch)   # a failure twice, or on every rank: stop
         self.store = None
         self.port: int | None = None
         self._last_write = 0.0
