@@ -150,7 +150,7 @@ S3 = ObjectStore(("s3",), "s3", "s3fs",
 
 NO_STORAGE = StorageKind("none", mounted=False, generic=True)
 # An object-store bucket for checkpoints (job.checkpoint.path: a URL): the stack creates it
-# (cloud: local at its endpoint); no volume, no mount. Its prices are object_storage.yaml's.
+# (cloud: local at its endpoint); no volume, no mount; priced by each planner["bucket_prices"].
 BUCKET = StorageKind("bucket", mounted=False, generic=True,
                      resource_hints=("bucket", "blobcontainer", "storageaccount"))
 # A CephFS the team runs, mounted through ceph-csi (the stack cannot create one).
@@ -201,8 +201,8 @@ class CloudFacts(NamedTuple):
     # {type: (vcpus, GiB)} its stack uses.
     allocatable: Mapping[str, Any] | None = None
     system_shapes: Mapping[str, tuple[int, float]] = _EMPTY
-    # planner.yaml's per-cloud numbers: reclaim_rate_per_node_hour, control_plane_usd_per_hour,
-    # pvc_usd_per_gb_month (each with its source in the facts file).
+    # The planner's per-cloud numbers: reclaim_rate_per_node_hour, control_plane_usd_per_hour,
+    # pvc_usd_per_gb_month, bucket_prices (each with its source in the facts file).
     planner: Mapping[str, float] = _EMPTY
     preview: PreviewFacts = PreviewFacts()
     # The pip extra with its SDKs, and the modules it brings (`reclaunch check` looks for them;

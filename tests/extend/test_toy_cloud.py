@@ -165,7 +165,9 @@ def test_toy_cloud_through_every_pure_verb(installed):
     assert (plan["cloud"], plan["instance_type"]) == ("toy", "toy-gpu-8x")
     assert plan["nccl_env"]["NCCL_TOY_FABRIC"] == "1"
     assert plan["constants"]["storage_usd_per_gb_month"] == 0.09
-    assert plan["constants"]["checkpoint_bucket"]["bytes"] > 0       # priced as a bucket
+    bucket = plan["constants"]["checkpoint_bucket"]                   # priced as a bucket,
+    assert bucket["bytes"] > 0 and bucket["requests_usd"] > 0         # at the toy's own prices
+    assert bucket["source"].startswith("toyobj price list") and bucket["as_of"] == "2026-11-30"
 
     out = installed("render", "toy.yaml")
     assert out.returncode == 0, out.stderr

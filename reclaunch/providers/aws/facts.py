@@ -144,6 +144,14 @@ FACTS = CloudFacts(
     # EC2 m6i (aws.amazon.com/ec2/instance-types/m6i), read 2026-11.
     system_shapes={"m6i.large": (2, 8), "m6i.xlarge": (4, 16), "m6i.2xlarge": (8, 32)},
     planner={
+        # Checkpoints in a bucket (planner/bucket_cost.py): S3 Standard list prices, us-east-1.
+        "bucket_prices": {"storage_usd_per_gb_month": 0.023,   # first 50 TB/month
+                          "write_usd_per_1000": 0.005,         # PUT, COPY, POST, LIST
+                          "read_usd_per_1000": 0.0004,         # GET, SELECT and all other requests
+                          "as_of": "2026-12-01",
+                          "source": ("aws.amazon.com/s3/pricing (Storage, Requests & data "
+                                     "retrievals; us-east-1 S3 Standard), list prices as of "
+                                     "2026-12-01; DELETE and lifecycle expiration are free")},
         # AWS Spot Instance Advisor buckets (prices.md): the 5-10%/month bucket's top, 0.10/730 h.
         "reclaim_rate_per_node_hour": 0.000137,
         # Interrupted share per month, by instance type where the Advisor published its bucket

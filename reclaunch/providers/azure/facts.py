@@ -142,6 +142,14 @@ FACTS = CloudFacts(
     system_shapes={"Standard_D2s_v5": (2, 8), "Standard_D4s_v5": (4, 16),
                    "Standard_D8s_v5": (8, 32)},
     planner={
+        # Checkpoints in a bucket (planner/bucket_cost.py): Blob Storage Hot LRS, East US.
+        "bucket_prices": {"storage_usd_per_gb_month": 0.0184,  # first 50 TB
+                          "write_usd_per_1000": 0.0055,        # write operations, Hot tier
+                          "read_usd_per_1000": 0.00044,        # read operations, Hot tier
+                          "as_of": "2026-12-01",
+                          "source": ("azure.microsoft.com/pricing/details/storage/blobs (Block blob,"
+                                     " Hot, LRS, East US; write $0.055 / read $0.0044 per 10,000), "
+                                     "as of 2026-12-01")},
         # Azure publishes no reclaim rates: the ">20%/month" bucket (0.20 / 730 h), conservatively.
         "reclaim_rate_per_node_hour": 0.000274,
         # No per-family rates published: the ">20%" bucket read as 20-30%/month (assumption).

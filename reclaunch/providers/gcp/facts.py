@@ -97,6 +97,14 @@ FACTS = CloudFacts(
     # GCP E2 machine types (cloud.google.com/compute/docs/general-purpose-machines), 2026-11.
     system_shapes={"e2-standard-2": (2, 8), "e2-standard-4": (4, 16), "e2-standard-8": (8, 32)},
     planner={
+        # Checkpoints in a bucket (planner/bucket_cost.py): Cloud Storage Standard, us-central1.
+        "bucket_prices": {"storage_usd_per_gb_month": 0.020,   # regional Standard storage
+                          "write_usd_per_1000": 0.005,         # Class A operations (insert, list)
+                          "read_usd_per_1000": 0.0004,         # Class B operations (get)
+                          "as_of": "2026-12-01",
+                          "source": ("cloud.google.com/storage/pricing (Standard storage us-"
+                                     "central1; Class A $0.0050 / Class B $0.0004 per 1,000 for "
+                                     "Standard), as of 2026-12-01; deletes free")},
         # GCP publishes per-zone rates only via its capacity API: the ">20%" bucket, 0.20/730 h.
         "reclaim_rate_per_node_hour": 0.000274,
         # No per-family rates published: the ">20%" bucket read as 20-30%/month (assumption).

@@ -15,6 +15,11 @@ FACTS = CloudFacts(
     object_stores=(S3,),   # whatever AWS_ENDPOINT_URL names (MinIO, moto)
     fabrics=(GLOO,),
     planner={"reclaim_rate_per_node_hour": 0.0, "control_plane_usd_per_hour": 0.0,
-             "pvc_usd_per_gb_month": 0.0},
+             "pvc_usd_per_gb_month": 0.0,
+             # s3:// here is a MinIO / moto endpoint on this machine (planner/bucket_cost.py)
+             "bucket_prices": {"storage_usd_per_gb_month": 0.0, "write_usd_per_1000": 0.0,
+                               "read_usd_per_1000": 0.0, "as_of": "2026-12-01",
+                               "source": "cloud: local: the endpoint at AWS_ENDPOINT_URL is "
+                                         "not billed by reclaunch"}},
     pip_extra="local", sdk_modules=("torch", "torchrec", "fbgemm_gpu"),
 )

@@ -38,7 +38,10 @@ FACTS = CloudFacts(
                  "memory_tiers": ((None, Fraction(10, 100)),), "eviction_mib": 100},
     system_shapes={"toy-small": (4, 16)},
     planner={"reclaim_rate_per_node_hour": 0.001, "control_plane_usd_per_hour": 0.05,
-             "pvc_usd_per_gb_month": 0.07},
+             "pvc_usd_per_gb_month": 0.07,
+             "bucket_prices": {"storage_usd_per_gb_month": 0.01, "write_usd_per_1000": 0.002,
+                               "read_usd_per_1000": 0.0002, "as_of": "2026-11-30",
+                               "source": "toyobj price list (a test's stand-in)"}},
     # The toy stack's resources say which input holds their tags (no SDK to ask).
     preview=PreviewFacts(nested_tags={"toy:index:Network": "tags", "toy:index:Cluster": "tags",
                                       "toy:index:NodePool": "tags", "toy:index:FileSystem": "tags"}),
