@@ -1,12 +1,12 @@
 """The one registry of targets and fabrics, and the shape of what each declares.
 
-Every fact about a cloud that a pure layer needs (the spec's choices, storage kinds,
-reservations, the cluster-name rule, spot taints, node reserves, planner prices, preview mock
-outputs, its add-ons and fabrics) is declared once, in that cloud's own package:
-`<package>/facts.py`, a module of plain data that imports nothing but this one. This module
-sits at the bottom of the layers (tests/layout: "facts"), so catalog, spec, fabric, planner,
-stacks and manifests all read the same object (SkyPilot keeps a cloud's facts on one `Cloud`
-class; dstack names every backend in one `BackendType`).
+Every fact about a cloud that a pure layer needs (the spec's choices, storage kinds, reservations,
+the cluster-name rule, spot taints, node reserves, planner prices and startup, preview mocks,
+add-ons and fabrics) is declared once, in that cloud's own package: `<package>/facts.py`, a
+module of plain data that imports nothing but this one. This module sits at the bottom of the
+layers (tests/layout: "facts"), so catalog, spec, fabric, planner, stacks and manifests all read
+the same object (SkyPilot keeps a cloud's facts on one `Cloud` class; dstack names every backend
+in one `BackendType`).
 
 A cloud package has three parts that show its layers: `facts.py` (data, the bottom),
 `provider.py` (behaviour: SDKs, the runtime; the top) and an empty `__init__.py`, so importing
@@ -124,6 +124,8 @@ class StorageKind(NamedTuple):
     existing: Existing | None = None
     storage_class: str | None = None     # the claim's class when the spec names none ({name})
     generic: bool = False                # offered by several targets (listed last)
+    # (seconds, source) the stack takes to create it, beside the cluster (planner/startup.py)
+    created_in: tuple[float, str] | None = None
 
 
 class ObjectStore(NamedTuple):
@@ -160,7 +162,9 @@ CEPHFS = StorageKind("cephfs", generic=True, storage_class="{name}-cephfs",
 # managed disk: docs.aws.amazon.com/ebs/latest/userguide/volume-types.html, gp3 1 GiB - 16 TiB);
 # priced per cloud (each cloud's planner["pvc_usd_per_gb_month"]).
 PVC = StorageKind("pvc", sized=True, generic=True, steps=Steps(((1, 1, None),)),
-                  resource_hints=("persistentvolume", "volume", "/disk:disk", "compute/disk", "disk"))
+                  resource_hints=("persistentvolume", "volume", "/disk:disk", "compute/disk", "disk"),
+                  created_in=(20, "assumption: a dynamically provisioned EBS / Persistent "
+                                  "Disk / Managed Disk volume binds in seconds"))
 
 ETHERNET = FabricFacts("ethernet", generic=True)
 GLOO = FabricFacts("gloo", selectable=False)   # torch.distributed over loopback (cloud: local)
@@ -280,14 +284,13 @@ def _all() -> dict[str, CloudFacts]:
 
 
 def reload() -> None:
-    """Read the registry again (after a registration changed); caches keyed by generation()
-    (the bundled catalog, the fabric profiles) follow."""
+    """Read the registry again; caches keyed by generation() (catalog, fabric profiles) follow."""
     global _registry, _generation
     _registry = None
     _generation += 1
 
 
-def generation() -> int:
+def generation() -> int:   # bumped by reload()
     return _generation
 
 

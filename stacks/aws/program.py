@@ -187,7 +187,7 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
 
 
 def provision_time() -> str:
-    """--max-node-provision-time: the plan's own figure (planner/data/startup.yaml, aws
+    """--max-node-provision-time: the plan's own figure (providers/aws/facts.py STARTUP,
     provision_timeout), so the plan's notes and the autoscaler wait the same time."""
     from reclaunch.planner.startup import provision_timeout
 

@@ -76,6 +76,9 @@ def test_toy_cloud_and_fabric_validate_plan_and_render(toy):
     assert plan.constants["reclaim_rate_per_node_hour"] == 0.001
     assert plan.constants["storage_usd_per_gb_month"] == 0.09    # its storage kind's price
     assert any("250 GiB becomes 300 GiB of toyfs" in w for w in plan.warnings)   # its steps
+    steps = [(s.name.split(" (")[0], s.seconds, s.billed) for s in plan.startup.steps[:3]]
+    assert steps == [("toy control plane", 300, False), ("toy GPU nodes", 110, True),  # its startup
+                     ("file system", 900 - 410, True)]                  # and its toyfs's creation
     objs = render(plan)                                         # render
     job = next(o for o in objs if o["kind"] == "PyTorchJob")
     pod = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]

@@ -34,14 +34,18 @@ FSX_LUSTRE = StorageKind(
     resource_hints=("fsx", "file_system", "filesystem"),
     steps=Steps(((1200, 1200, 1200), (2400, 2400, None)), decimal_tib=True),
     usd_per_gb_month=0.145,
-    existing=Existing("<file system id>/<mount name>", "fs-0123456789abcdef0/abcdef12", _fsx_volume))
+    existing=Existing("<file system id>/<mount name>", "fs-0123456789abcdef0/abcdef12", _fsx_volume),
+    created_in=(600, "FSx for Lustre FAQ ('within minutes'); ~10 min for a PERSISTENT_2 file "
+                     "system of a few TiB (assumption); AWS HPC blog 'Build and deploy a 1 TB/s "
+                     "file system in under an hour' (1.1 PiB)"))
 # aws.amazon.com/efs/pricing: elastic, billed per GiB stored; no provisioned size (the PV's
 # 1 TiB request is a label), so priced as storage.size of data stored. Price: an assumption
 # (not in prices.md): EFS Standard list price.
 EFS = StorageKind(
     "efs", created_by_stack=True, resource_hints=("efs", "file_system", "filesystem"),
     steps=Steps(((1, 1, None),)), usd_per_gb_month=0.30,
-    existing=Existing("<file system id>", "fs-0123456789abcdef0", _efs_volume))
+    existing=Existing("<file system id>", "fs-0123456789abcdef0", _efs_volume),
+    created_in=(90, "assumption: EFS file system + mount targets ~1-2 min"))
 
 
 def _outputs(typ: str, name: str, inputs: dict) -> dict:
@@ -106,6 +110,39 @@ def _zone_names(region: str, zone_ids: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"{region}{chr(ord('a') + i)}" for i in range(min(max(numbers, default=0), 26)))
 
 
+# Time to first step on this target (planner/startup.py): the steps before the file-system join,
+# in order; `per_node` adds seconds per node beyond the first; `billed`: GPU instances exist
+# and bill meanwhile. provision_timeout: the cluster autoscaler's --max-node-provision-time
+# (stacks/aws/program.py sets it from this figure): how long a scale-up may take to give a
+# Ready node before the autoscaler backs off that pool and its priority expander tries the
+# next (spot -> on-demand).
+STARTUP = {
+    "provision_timeout": {"seconds": 600,
+                          "source": ("kubernetes/autoscaler issue #2075 (a spot pool that cannot "
+                                     "launch is left after max-node-provision-time, 15 min by "
+                                     "default; AKS's autoscaler profile documents the same "
+                                     "default); since kubernetes/autoscaler PR #4489 an ASG "
+                                     "scaling activity that failed (no spot capacity) ends the "
+                                     "wait at once, so this bounds a node that launched but never "
+                                     "became Ready. 600 s is 2.5x this target's boot-to-Ready + "
+                                     "driver steps (240 s); shorter risks abandoning slow healthy "
+                                     "GPU nodes (issue #6810: 5 min left a launched GPU instance "
+                                     "running unmanaged)")},
+    "steps": [
+        {"name": "EKS control plane", "seconds": 900, "billed": False,
+         "source": ("aws/containers-roadmap#1227: 'EKS cluster control plane provisioning time "
+                    "currently averages 15 minutes'")},
+        {"name": "GPU node group boot to Ready", "seconds": 180, "per_node": 2, "billed": True,
+         "source": ("tensorfuse.io lazy_loading_performance_degradation (2025): GPU instances take"
+                    " 80-120 s to provision and boot; + ~60 s nodeadm join and CNI (assumption)")},
+        {"name": "GPU driver + device plugins", "seconds": 60, "billed": True,
+         "source": ("EKS accelerated AMI ships the NVIDIA driver; nvidia-device-plugin and "
+                    "aws-efa-k8s-device-plugin DaemonSets start in ~1 min (assumption; "
+                    "k8s/addons.yaml)")},
+    ],
+}
+
+
 FACTS = CloudFacts(
     name="aws", kind="kube",
     aliases=("amazon", "ec2", "eks", "amazon-web-services"), zone_names=_zone_names,
@@ -144,6 +181,7 @@ FACTS = CloudFacts(
     # EC2 m6i (aws.amazon.com/ec2/instance-types/m6i), read 2026-11.
     system_shapes={"m6i.large": (2, 8), "m6i.xlarge": (4, 16), "m6i.2xlarge": (8, 32)},
     planner={
+        "startup": STARTUP,
         # Checkpoints in a bucket (planner/bucket_cost.py): S3 Standard list prices, us-east-1.
         "bucket_prices": {"storage_usd_per_gb_month": 0.023,   # first 50 TB/month
                           "write_usd_per_1000": 0.005,         # PUT, COPY, POST, LIST

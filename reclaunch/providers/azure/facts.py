@@ -85,7 +85,9 @@ _AMLFS_STEP, _AMLFS_MAX = (1024 * tib for tib in AMLFS_SKUS[AMLFS_SKU])
 AZURE_LUSTRE = StorageKind(
     "azure-lustre", sized=True, created_by_stack=True, resource_hints=("lustre", "amlfilesystem"),
     steps=Steps(((_AMLFS_STEP, _AMLFS_STEP, _AMLFS_MAX),)), usd_per_gb_month=0.145,
-    existing=Existing("<MGS IP address>", "10.0.4.5", _lustre_volume))
+    existing=Existing("<MGS IP address>", "10.0.4.5", _lustre_volume),
+    created_in=(1200, "assumption: Azure Managed Lustre deployments take 10-20+ min (learn."
+                      "microsoft.com azure-managed-lustre create-file-system-portal gives none)"))
 # learn.microsoft.com/azure/storage/files/understanding-billing: premium (SSD, NFS) shares are
 # provisioned from 100 GiB in 1 GiB steps and billed as provisioned. Price: an assumption (not
 # in prices.md): Azure Files premium.
@@ -93,7 +95,8 @@ AZURE_FILES = StorageKind(
     "azure-files", sized=True, created_by_stack=True,
     resource_hints=("storageaccount", "fileshare", "share"),
     steps=Steps(((100, 1, None),)), usd_per_gb_month=0.16,
-    existing=Existing("<storage account>/<share>", "mystorageacct/data", _files_volume))
+    existing=Existing("<storage account>/<share>", "mystorageacct/data", _files_volume),
+    created_in=(60, "assumption: a storage account + premium file share ~1 min"))
 
 # Blob storage through AKS workload identity (stacks/azure/bucket.py). Containers:
 # learn.microsoft.com/rest/api/storageservices/naming-and-referencing-containers--blobs--and-
@@ -105,6 +108,25 @@ BLOB = ObjectStore(
     account_rule=(r"[a-z0-9]{3,24}", "an Azure storage account name (3-24 lowercase letters and digits)"),
     account_host="dfs.core.windows.net",
     account_form="abfs://{bucket}@ACCOUNT.dfs.core.windows.net/{prefix}")
+
+# Time to first step on this target (planner/startup.py): the steps before the file-system
+# join, in order; `per_node` adds seconds per node beyond the first; `billed`: GPU VMs exist
+# and bill meanwhile.
+STARTUP = {
+    "steps": [
+        {"name": "AKS control plane", "seconds": 600, "billed": False,
+         "source": ("kubedex.com google-gke-vs-azure-aks (2019, updated): AKS create improved from"
+                    " over 18 to ~10 min; 'Is Azure Kubernetes (AKS) any less terrible?' AKS "
+                    "claims 5-6 min")},
+        {"name": "GPU node pool boot to Ready", "seconds": 240, "per_node": 2, "billed": True,
+         "source": ("assumption: ND-series VM scale set provisioning + AKS node bootstrap ~4 min "
+                    "(tensorfuse.io 2025: GPU instances 80-120 s to boot)")},
+        {"name": "GPU driver + device plugins", "seconds": 120, "billed": True,
+         "source": ("assumption: AKS-managed GPU driver on the node image; nvidia-device-plugin, "
+                    "Network Operator and nvidia-peermem DaemonSets ~2 min (k8s/addons.yaml)")},
+    ],
+}
+
 
 FACTS = CloudFacts(
     name="azure", aliases=("microsoft", "aks", "microsoft-azure"), zone_names=_zone_names, kind="kube",
@@ -142,6 +164,7 @@ FACTS = CloudFacts(
     system_shapes={"Standard_D2s_v5": (2, 8), "Standard_D4s_v5": (4, 16),
                    "Standard_D8s_v5": (8, 32)},
     planner={
+        "startup": STARTUP,
         # Checkpoints in a bucket (planner/bucket_cost.py): Blob Storage Hot LRS, East US.
         "bucket_prices": {"storage_usd_per_gb_month": 0.0184,  # first 50 TB
                           "write_usd_per_1000": 0.0055,        # write operations, Hot tier

@@ -54,7 +54,9 @@ def _filestore_volume(plan, existing: str) -> dict:
 FILESTORE = StorageKind(
     "filestore", sized=True, created_by_stack=True, resource_hints=("filestore",),
     steps=Steps(((1024, 256, 9984), (10240, 2560, 102400))), usd_per_gb_month=0.20,
-    existing=Existing("<instance IP>/<share>", "10.0.0.2/data", _filestore_volume))
+    existing=Existing("<instance IP>/<share>", "10.0.0.2/data", _filestore_volume),
+    created_in=(360, "assumption: Filestore Basic instances take ~5-6 min to create (cloud."
+                     "google.com/filestore/docs/creating-instances: 'can take several minutes')"))
 
 # Cloud Storage through GKE Workload Identity (stacks/gcp/bucket.py); bucket names:
 # cloud.google.com/storage/docs/buckets#naming (the S3 shape for names without dots).
@@ -62,6 +64,25 @@ GCS = ObjectStore(("gs",), "gcs", "gcsfs", S3.name_rule)
 
 # A GCP resource name (cloud.google.com/compute/docs/naming-resources).
 _NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+
+# Time to first step on this target (planner/startup.py): the steps before the file-system
+# join, in order; `per_node` adds seconds per node beyond the first; `billed`: GPU VMs exist
+# and bill meanwhile.
+STARTUP = {
+    "steps": [
+        {"name": "GKE control plane", "seconds": 240, "billed": False,
+         "source": ("kubedex.com google-gke-vs-azure-aks (2019): GKE create + deploy + test "
+                    "averaged 3 min 50 s (min 3 min 5 s, max 5 min 39 s)")},
+        {"name": "GPU node pool boot to Ready", "seconds": 150, "per_node": 2, "billed": True,
+         "source": ("tensorfuse.io 2025: GPU instances take 80-120 s to provision and boot; + "
+                    "kubelet registration (assumption)")},
+        {"name": "GPU driver + device plugins", "seconds": 180, "billed": True,
+         "source": ("assumption: GKE's driver installer DaemonSet installs the NVIDIA driver on "
+                    "COS at node start (~2-4 min) before the device plugin advertises GPUs "
+                    "(GoogleCloudPlatform/container-engine-accelerators)")},
+    ],
+}
+
 
 FACTS = CloudFacts(
     # Zones: the catalog's own (us-central1-a, from the SkyPilot snapshot), as they are named.
@@ -97,6 +118,7 @@ FACTS = CloudFacts(
     # GCP E2 machine types (cloud.google.com/compute/docs/general-purpose-machines), 2026-11.
     system_shapes={"e2-standard-2": (2, 8), "e2-standard-4": (4, 16), "e2-standard-8": (8, 32)},
     planner={
+        "startup": STARTUP,
         # Checkpoints in a bucket (planner/bucket_cost.py): Cloud Storage Standard, us-central1.
         "bucket_prices": {"storage_usd_per_gb_month": 0.020,   # regional Standard storage
                           "write_usd_per_1000": 0.005,         # Class A operations (insert, list)

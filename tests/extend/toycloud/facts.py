@@ -19,7 +19,8 @@ def _toyfs_volume(plan, existing: str) -> dict:
 # A file system the toy stack creates: 100 GiB steps up to 10 TiB.
 TOYFS = StorageKind("toyfs", sized=True, created_by_stack=True, resource_hints=("toyfs",),
                     steps=Steps(((100, 100, 10240),)), usd_per_gb_month=0.09,
-                    existing=Existing("<share id>", "share-0001", _toyfs_volume))
+                    existing=Existing("<share id>", "share-0001", _toyfs_volume),
+                    created_in=(900, "toyfs: 15 min to create (a test's stand-in)"))
 # Capacity bought ahead: tr-<6 digits>, a fixed number of nodes.
 TOY_RESERVATION = ReservationKind("toy-reservation", r"tr-[0-9]{6}", "tr-000123",
                                   fixed_count="a toy reservation holds a fixed number of nodes")
@@ -39,6 +40,10 @@ FACTS = CloudFacts(
     system_shapes={"toy-small": (4, 16)},
     planner={"reclaim_rate_per_node_hour": 0.001, "control_plane_usd_per_hour": 0.05,
              "pvc_usd_per_gb_month": 0.07,
+             "startup": {"steps": [{"name": "toy control plane", "seconds": 300, "billed": False,
+                                    "source": "toy: 5 min (a test's stand-in)"},
+                                   {"name": "toy GPU nodes", "seconds": 100, "per_node": 10,
+                                    "billed": True, "source": "toy: 100 s + 10 s a node"}]},
              "bucket_prices": {"storage_usd_per_gb_month": 0.01, "write_usd_per_1000": 0.002,
                                "read_usd_per_1000": 0.0002, "as_of": "2026-11-30",
                                "source": "toyobj price list (a test's stand-in)"}},
