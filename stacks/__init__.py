@@ -42,6 +42,11 @@ class StackFacts(Protocol):
         """{policy: rule(plan, resources) -> findings} for every policy of
         stacks.policy.DECLARED (and any of the stack's own), over what its program creates."""
 
+    def kubernetes_minors(self) -> dict[str, Any]:
+        """The dated table of Kubernetes minors the cloud creates clusters with, {as_of, source,
+        minors: [{minor, end}]} (`end`: its standard support's end): what `preview` shows and
+        `up` falls back to when it cannot ask the cloud (stacks/versions.py)."""
+
 
 FACTS = tuple(n for n in vars(StackFacts) if not n.startswith("_") and callable(vars(StackFacts)[n]))
 

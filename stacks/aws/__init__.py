@@ -30,3 +30,15 @@ def policy_rules():
     from stacks.aws import policy as mine
 
     return policy.rules_of(mine)
+
+
+def kubernetes_minors():
+    """The dated table of EKS minors (stacks/versions.py: what `preview` shows and `up` falls
+    back to when it cannot ask EKS); `end`: the end of standard support, 14 months per minor
+    (endoflife.date/amazon-eks, from the EKS release calendar). Refresh when as_of is a quarter old."""
+    import datetime as dt
+
+    return {"as_of": dt.date(2026, 11, 30),
+            "source": "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html",
+            "minors": [{"minor": "1.34", "end": dt.date(2026, 12, 2)},
+                       {"minor": "1.35", "end": dt.date(2027, 3, 27)}]}

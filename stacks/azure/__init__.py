@@ -31,3 +31,17 @@ def policy_rules():
     from stacks.azure import policy as mine
 
     return policy.rules_of(mine)
+
+
+def kubernetes_minors():
+    """The dated table of AKS minors (stacks/versions.py: what `preview` shows and `up` falls
+    back to when it cannot ask AKS); Azure/AKS release 2026-10-25: 1.37 GA, 1.36 the default,
+    1.34 out of community support by November 2026; a GA minor is supported 12 months.
+    Refresh when as_of is a quarter old."""
+    import datetime as dt
+
+    return {"as_of": dt.date(2026, 11, 30),
+            "source": "https://github.com/Azure/AKS/releases/tag/2026-10-25",
+            "minors": [{"minor": "1.35", "end": dt.date(2027, 2, 28)},
+                       {"minor": "1.36", "end": dt.date(2027, 6, 28)},
+                       {"minor": "1.37", "end": dt.date(2027, 10, 31)}]}

@@ -30,3 +30,15 @@ def policy_rules():
     from stacks.gcp import policy as mine
 
     return policy.rules_of(mine)
+
+
+def kubernetes_minors():
+    """The dated table of GKE minors (stacks/versions.py: what `preview` shows and `up` falls
+    back to when it cannot ask GKE): the minors upstream still maintains (kubernetes.io/
+    releases/1.35, /1.36: end of life 2027-02-28 and 2027-06-28), both offered without a
+    release channel. Refresh when as_of is a quarter old."""
+    import datetime as dt
+
+    return {"as_of": dt.date(2026, 11, 30), "source": "https://kubernetes.io/releases/",
+            "minors": [{"minor": "1.35", "end": dt.date(2027, 2, 28)},
+                       {"minor": "1.36", "end": dt.date(2027, 6, 28)}]}

@@ -192,6 +192,8 @@ def test_toy_cloud_through_every_pure_verb(installed):
     shown = json.loads(out.stdout)
     types = {r["type"] for r in shown["resources"]}
     assert {"toy:index:Cluster", "toy:index:NodePool", "toy:index:FileSystem"} <= types
+    cluster = next(r for r in shown["resources"] if r["type"] == "toy:index:Cluster")
+    assert cluster["inputs"]["version"] == "1.36"                     # its stack's dated minors
     fs = next(r for r in shown["resources"] if r["type"] == "toy:index:FileSystem")
     assert fs["inputs"]["sizeGib"] == 300 and fs["tags"]["reclaunch-cluster"] == "toy-run"
     assert shown["policy"] == [] and shown["schedule"] and all(r["fits"] for r in shown["schedule"])

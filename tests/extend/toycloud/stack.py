@@ -1,5 +1,5 @@
 """The toy cloud's stack: its facts (stacks.StackFacts, pure like stacks/<cloud>/pools.py),
-its policy rules and a Pulumi program of toy resources (generic CustomResources, which
+its policy rules, its dated Kubernetes minors and a Pulumi program of toy resources (generic CustomResources, which
 `reclaunch preview` runs under Pulumi's mocks)."""
 
 from stacks import common as c
@@ -65,13 +65,23 @@ def policy_rules():
             "owned-storage": lambda plan, rs: owns_only(plan, rs, ())}
 
 
+def kubernetes_minors():
+    import datetime as dt
+
+    return {"as_of": dt.date(2026, 11, 1), "source": "the toy's release notes (a test's stand-in)",
+            "minors": [{"minor": "1.35", "end": dt.date(2027, 1, 1)},
+                       {"minor": "1.36", "end": dt.date(2027, 6, 1)}]}
+
+
 def program(plan):
     import pulumi
+
+    from stacks.versions import kubernetes_version
 
     tags = c.tags(plan)
     net = pulumi.CustomResource("toy:index:Network", c.name(plan, "net"), {"tags": tags})
     cluster = pulumi.CustomResource("toy:index:Cluster", c.name(plan, "cluster"), {
-        "network": net.id, "publicApi": False, "tags": tags})
+        "network": net.id, "publicApi": False, "version": kubernetes_version(plan), "tags": tags})
     for pool in node_pools(plan):
         pulumi.CustomResource("toy:index:NodePool", c.name(plan, pool.name), {
             "cluster": cluster.id, "instanceType": pool.instance_type, "minSize": pool.min_nodes,
