@@ -1,9 +1,11 @@
 """A fourth cloud from outside the tree, from its own files plus one registration (issues 23, 40).
 
 tests/extend/toycloud/ is the toy's package: facts.py (its storage kind `toyfs`, reservation
-kind `toy-reservation`, object store `toyobj://`, fabric `toyfab`), fabric.py (the fabric's NCCL
-profile), provider.py (its credential check and stack program), stack.py (stacks.StackFacts,
-policy rules, a Pulumi program of toy resources), offers.csv, and an empty __init__.py. The
+kind `toy-reservation`, object store `toyobj://`, fabric `toyfab`, planner numbers with its
+bucket prices and startup steps), fabric.py (the fabric's NCCL profile), provider.py (its
+credential check and stack program), stack.py (stacks.StackFacts: pools, placement, policy
+rules, Kubernetes minors; a Pulumi program of toy resources), offers.csv, addons.yaml, and an
+empty __init__.py. The
 tests copy it to a temporary directory, so reclaunch finds it only by its registration: the
 entry point `toy = toycloud.facts` of the group `reclaunch.clouds` (a dist-info folder on the
 path, as `pip install` leaves it) or RECLAUNCH_CLOUDS=toycloud.facts. Nothing else in the
