@@ -94,6 +94,17 @@ def _tags_of(inputs: dict) -> dict[str, str]:
     return dict(raw) if isinstance(raw, dict) else {}
 
 
+@lru_cache(maxsize=64)
+def refusal_rules(prefix: str, generation: int) -> Callable[[str, str, dict], list[str]] | None:
+    """The cloud's check of what its API refuses (PreviewFacts.refusals) for a type prefix."""
+    ref = next((f.preview.refusals for f in clouds.all_facts()
+                if prefix in f.preview.sdk_packages and f.preview.refusals), None)
+    if not ref:
+        return None
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def _computed(typ: str, name: str, inputs: dict, plan: "Plan") -> dict:
     """Outputs the programs read back (endpoints, CA data, ids: the cloud's facts,
     preview.outputs); the rest echo the inputs."""
@@ -214,8 +225,11 @@ def _describe(r: dict[str, Any]) -> dict[str, Any]:
                 break
     pkg = sdk_package(r["type"])
     # The cloud's API refuses an enum value its API version lacks; the SDK's Union[str, Enum]
-    # and the mocks let it through (reclaunch/runtime/sdk_enums.py).
-    engine = [*r["engine"], *(violations(r["type"], pkg, inputs) if pkg else [])]
+    # and the mocks let it through (reclaunch/runtime/sdk_enums.py). Names, values and field
+    # combinations the SDK types as plain strings: the cloud's own rules (stacks/refusals.py).
+    rules = refusal_rules(r["type"].split(":", 1)[0], clouds.generation())
+    engine = [*r["engine"], *(violations(r["type"], pkg, inputs) if pkg else []),
+              *(rules(r["type"], r["name"], inputs) if rules else [])]
     graph = {k: r[k] for k in ("urn", "parent", "provider", "depends_on", "deleted_with",
                                "import_id", "retain_on_delete")}
     return {"type": r["type"], "name": r["name"], "taggable": tag_field(r["type"]),

@@ -120,5 +120,8 @@ FACTS = CloudFacts(
         "control_plane_usd_per_hour": 0.10,    # prices.md: EKS 0.10/h
         "pvc_usd_per_gb_month": 0.08,          # prices.md: EBS gp3 0.08
     },
-    preview=PreviewFacts(sdk_packages={"aws": "pulumi_aws"}, outputs=_outputs, calls=_calls),
+    compute_types=("aws:eks/", "aws:autoscaling/", "aws:ec2/launchTemplate:",
+                   "aws:ec2/placementGroup:"),
+    preview=PreviewFacts(sdk_packages={"aws": "pulumi_aws"}, outputs=_outputs, calls=_calls,
+                         refusals="stacks.aws.api_rules:refusals"),
 )

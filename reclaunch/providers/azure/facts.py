@@ -90,6 +90,7 @@ FACTS = CloudFacts(
         "control_plane_usd_per_hour": 0.0,     # prices.md: AKS Free tier 0
         "pvc_usd_per_gb_month": 0.10,          # assumption (prices.md has no Azure disk line)
     },
+    compute_types=("azure-native:containerservice:",),
     preview=PreviewFacts(sdk_packages={"azure-native": "pulumi_azure_native"},
                          outputs=_outputs, calls=_calls),
 )

@@ -76,6 +76,7 @@ FACTS = CloudFacts(
         "control_plane_usd_per_hour": 0.10,    # prices.md: GKE 0.10/h
         "pvc_usd_per_gb_month": 0.10,          # prices.md: pd-balanced 0.10
     },
+    compute_types=("gcp:container/",),
     preview=PreviewFacts(sdk_packages={"gcp": "pulumi_gcp"},
                          nested_tags={"gcp:container/nodePool:NodePool":
                                       "node_config.resource_labels"},
