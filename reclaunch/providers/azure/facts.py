@@ -92,5 +92,6 @@ FACTS = CloudFacts(
     },
     compute_types=("azure-native:containerservice:",),
     preview=PreviewFacts(sdk_packages={"azure-native": "pulumi_azure_native"},
-                         outputs=_outputs, calls=_calls),
+                         outputs=_outputs, calls=_calls,
+                         refusals="stacks.azure.api_rules:refusals"),
 )
