@@ -80,5 +80,6 @@ FACTS = CloudFacts(
     preview=PreviewFacts(sdk_packages={"gcp": "pulumi_gcp"},
                          nested_tags={"gcp:container/nodePool:NodePool":
                                       "node_config.resource_labels"},
-                         outputs=_outputs, calls=_calls),
+                         outputs=_outputs, calls=_calls,
+                         refusals="stacks.gcp.api_rules:refusals"),
 )
