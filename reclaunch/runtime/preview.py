@@ -7,7 +7,14 @@ recorder that keeps what the program asked for. The result is a list of plain di
     {"type", "name", "taggable": "tags"|"labels"|"resource_labels"|None, "tags",
      "key": {instance type, capacity, min/max, placement, ...}, "inputs",
      "urn", "parent", "provider", "depends_on", "deleted_with", "import_id",
-     "retain_on_delete", "engine": [what the real engine or the cloud's API would refuse]}
+     "retain_on_delete", "engine": [refusals found by the checks below]}
+
+`engine` holds what these checks find, no more: duplicate URNs (EngineGraph), enum values the
+installed SDK's own enums lack (runtime/sdk_enums.py: effective where the SDK has enums, i.e.
+azure-native; pulumi_aws and pulumi_gcp type such fields as plain strings), and each cloud's
+rules for the types and fields its stacks/<cloud>/api_rules.py lists (PreviewFacts.refusals:
+physical names as given or as Pulumi's auto-naming makes them, listed values, a few rules
+across fields). A refusal none of them knows still passes preview.
 """
 
 from __future__ import annotations
@@ -121,8 +128,8 @@ def preview(plan: "Plan", *, program: Callable[["Plan"], None], extra: str) -> l
 
     The caller names the program and its pip extra (providers.preview_plan: the cloud's CloudSpec).
     Each dict also says where the resource sits in the engine's graph (urn, parent, provider,
-    depends_on, import_id, retain_on_delete) and, under `engine`, every rule of the real engine
-    or the cloud's API it breaks that the mocks let through (stacks/policy.py turns those into
+    depends_on, import_id, retain_on_delete) and, under `engine`, what the checks of this
+    module's docstring find that the mocks let through (stacks/policy.py turns those into
     findings, so `reclaunch preview` exits 1 on them).
     """
     pulumi = require("pulumi", extra)
@@ -165,9 +172,12 @@ ROOT_TYPE = "pulumi:pulumi:Stack"
 class EngineGraph:
     """What the engine's RegisterResource checks before any provider is called, and the mock
     monitor does not: the URN is the type qualified by the parent's whole type chain (the root
-    stack left out) and the name (pulumi/sdk/go/common/resource/urn.go, NewURN), a second
-    registration of one URN is refused ("Duplicate resource URN"), and a parent, provider,
-    dependency or deletedWith must name a resource registered before."""
+    stack left out) and the name (pulumi/sdk/go/common/resource/urn.go, NewURN), and a second
+    registration of one URN is refused ("Duplicate resource URN"): that is what this finds in
+    a program. It also refuses a parent, provider, dependency or deletedWith that names no
+    resource registered before, but the Python SDK awaits every such URN before it sends a
+    registration, so a Python program cannot trip that part; it is checked for requests made
+    by other means (tests/stacks/test_engine_rules.py builds them by hand)."""
 
     def __init__(self, project: str, stack: str):
         self.prefix = f"urn:pulumi:{stack}::{project}::"
