@@ -6,7 +6,6 @@ cloud.google.com/service-usage/docs/reference/rest/v1/services/list)."""
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING, Any
 
 from reclaunch.errors import ProviderError
@@ -40,22 +39,18 @@ def prerequisites(plan: "Plan", *, session: Any = None, project: str | None = No
                   endpoint: str = ENDPOINT) -> list[str]:
     """The "needs a person" list `up` prints; a required API that is off stops `up` here,
     before anything exists. When Service Usage cannot be asked, the list says so and `up` goes
-    on (the list names the APIs)."""
+    on (the list names the APIs); without credentials nothing is asked (`up --dry-run` shows
+    the same list)."""
     from stacks.gcp.prerequisites import manual_prerequisites, required_services
 
     lines = manual_prerequisites(plan)
-    try:
-        if session is None:
-            import google.auth
-            from google.auth.transport.requests import AuthorizedSession
+    from reclaunch.providers.gcp import credentials
+    from reclaunch.providers.gcp.auth import session_and_project
 
-            creds, found = google.auth.default(
-                scopes=["https://www.googleapis.com/auth/cloud-platform"])
-            session, project = AuthorizedSession(creds), project or found
-        project = project or os.environ.get("GOOGLE_CLOUD_PROJECT") or \
-            os.environ.get("CLOUDSDK_CORE_PROJECT")
-        if not project:
-            raise LookupError("no Google Cloud project (set GOOGLE_CLOUD_PROJECT)")
+    if session is None and credentials() is not None:
+        return lines     # nothing to ask with (`up` stops at its credential check first)
+    try:
+        session, project = session_and_project(session, project)
         on = enabled(session, project, endpoint)
     except Exception as exc:  # noqa: BLE001 - any failure: unknown, said, not fatal
         why = " ".join(str(exc).split())[:200]
