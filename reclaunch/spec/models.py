@@ -168,11 +168,7 @@ class Security(BaseModel):
         "azure: encrypt VM temp disks and disk caches at the host. Unset: on wherever the VM "
         "size supports it and the subscription feature Microsoft.Compute/EncryptionAtHost is "
         "Registered (`up` checks); true: required; false: off"))
-    bucket_grants: Literal["stack", "manual"] = Field("stack", description=(
-        "Who gives the job's identity its rights on a bucket you name (not storage.kind: "
-        "bucket). stack: `up` does; on azure that needs storage.existing set to the storage "
-        "account's resource id, and validate refuses without it. manual: where the stack "
-        "cannot, you grant them yourself once `up` has made the identity (it says which)"))
+    bucket_grants: Literal["stack", "manual"] = "stack"   # schema_docs.py says what each means
 
 
 class Autoscaling(BaseModel):
