@@ -17,7 +17,9 @@ def storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, kms
         return None
     # Clients by the VPC's range, not the cluster's security group: a file system that
     # references the cluster keeps it (and all it needs) alive under `down --keep-storage`
-    # (reclaunch/runtime/infra.py storage_keep_set). The VPC holds only our nodes.
+    # (reclaunch/runtime/infra.py storage_keep_set). The VPC holds only our nodes. Ports and
+    # sources as docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html
+    # (988, 1018-1023 from the clients' addresses and the group itself; EFS: 2049).
     sg = aws.ec2.SecurityGroup(
         c.name(plan, kind), vpc_id=vpc.id, description=f"{kind} from cluster nodes", tags=tags,
         ingress=[{"protocol": "tcp", "from_port": a, "to_port": b,
