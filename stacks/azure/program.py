@@ -109,7 +109,9 @@ TEMPLATE = "k8s.io_cluster-autoscaler_node-template"
 
 def _tag_key(name: str) -> str:
     """A label, taint or resource name as the azure provider's template reads it back from a
-    tag name (azure_template.go: "_" -> "/", then "~2" -> "_"; tags take no "/")."""
+    tag name (azure_template.go: "_" -> "/", then "~2" -> "_" for labels and taints; tags take
+    no "/"). Resource names decode "~2" to "/" too, so one with "_" cannot be written: none of
+    the fabric profiles' resources (rdma/ib, nvidia.com/gpu, hugepages-2Mi) has one."""
     return name.replace("_", "~2").replace("/", "_")
 
 
