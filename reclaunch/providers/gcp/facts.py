@@ -79,8 +79,10 @@ FACTS = CloudFacts(
         # (cloud.google.com/compute/docs/instances/spot#preemption).
         "reclaim_notice_seconds": 30,
     },
+    compute_types=("gcp:container/",),
     preview=PreviewFacts(sdk_packages={"gcp": "pulumi_gcp"},
                          nested_tags={"gcp:container/nodePool:NodePool":
                                       "node_config.resource_labels"},
-                         outputs=_outputs, calls=_calls),
+                         outputs=_outputs, calls=_calls,
+                         refusals="stacks.gcp.api_rules:refusals"),
 )
