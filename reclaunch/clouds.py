@@ -46,10 +46,8 @@ DNS_1035 = (r"[a-z]([-a-z0-9]*[a-z0-9])?",
             "Kubernetes Service and GCP resource names are made from it)")
 
 
-# The records below are NamedTuples: immutable, read by attribute or keyword, with defaults,
-# == and repr, and defined without compiling the methods a frozen dataclass adds (every
-# command loads the registry). Without `from __future__ import annotations` here: NamedTuple
-# would compile every string annotation as a ForwardRef.
+# The records are NamedTuples: immutable, with defaults, == and repr, cheaper to define than
+# frozen dataclasses (every command loads them); no `from __future__ import annotations` here.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -76,8 +74,7 @@ class ReservationKind(NamedTuple):
     name: str
     pattern: str                        # regex a reservation of this kind matches
     example: str                        # shown when a reservation does not match
-    # Why max_nodes cannot exceed nodes, for a kind that holds a fixed number of instances.
-    fixed_count: str | None = None
+    fixed_count: str | None = None      # why max_nodes cannot exceed nodes (a fixed count)
 
 
 class Steps(NamedTuple):
@@ -86,9 +83,7 @@ class Steps(NamedTuple):
     stops at its maximum (what is sold without a support request)."""
 
     tiers: tuple[tuple[int, int, int | None], ...]   # (minimum GiB, step GiB, maximum GiB)
-    # Sizes named in TiB of 1000 GiB (FSx's "1.2 TiB" is 1200 GiB): a size written that way
-    # means that step, not the next one.
-    decimal_tib: bool = False
+    decimal_tib: bool = False   # TiB of 1000 GiB (FSx's "1.2 TiB" is its 1200 GiB step)
 
     @property
     def maximum_gib(self) -> int | None:
@@ -118,9 +113,7 @@ class StorageKind(NamedTuple):
     # --keep-storage` keeps them, and teardown verification does not count them as leftovers.
     resource_hints: tuple[str, ...] = ()
     steps: Steps | None = None           # None: not sized by reclaunch (nothing billed)
-    # USD per GiB-month of what `steps` creates; a cloud's facts may price it for itself
-    # (planner["<name>_usd_per_gb_month"]).
-    usd_per_gb_month: float = 0.0
+    usd_per_gb_month: float = 0.0        # of what `steps` creates (or planner["<name>_usd_..."])
     existing: Existing | None = None
     storage_class: str | None = None     # the claim's class when the spec names none ({name})
     generic: bool = False                # offered by several targets (listed last)
@@ -142,6 +135,9 @@ class ObjectStore(NamedTuple):
     account_rule: tuple[str, str] | None = None
     account_host: str | None = None
     account_form: str | None = None
+    # (regex storage.existing must match, with an `account` group; what it is) when a stack can
+    # grant rights on a bucket it did not create only by what holds it; None: its name will do.
+    grant_scope: tuple[str, str] | None = None
 
 
 # The S3 API: AWS, and the endpoints that speak it (MinIO, moto; cloud: local at
@@ -209,13 +205,13 @@ class CloudFacts(NamedTuple):
     # pvc_usd_per_gb_month, bucket_prices (each with its source in the facts file).
     planner: Mapping[str, float] = _EMPTY
     preview: PreviewFacts = PreviewFacts()
-    # The pip extra with its SDKs, and the modules it brings (`reclaunch check` looks for them;
-    # pyproject.toml's [project.optional-dependencies] installs them).
+    # The pip extra with its SDKs and the modules it brings (`reclaunch check` looks for them).
     pip_extra: str | None = None
     sdk_modules: tuple[str, ...] = ()
+    # Pulumi type prefixes of the cluster and its nodes: `down --keep-storage` never keeps them.
+    compute_types: tuple[str, ...] = ()
     offers: str | None = None                  # catalog rows CSV next to the facts file
-    # Add-ons k8s/addons.yaml does not hold (a YAML of the same form next to the facts file):
-    # what its nodes run that reclaunch does not install, e.g. a device plugin of its fabric.
+    # A YAML of add-ons beside the facts file that k8s/addons.yaml lacks (its own device plugins).
     addon_file: str | None = None
     home: Path | None = None                   # the facts file's folder (set by the loader)
     # Other names people write for this target (`cloud: amazon`): validate's "did you mean".

@@ -42,6 +42,11 @@ class StackFacts(Protocol):
         """{policy: rule(plan, resources) -> findings} for every policy of
         stacks.policy.DECLARED (and any of the stack's own), over what its program creates."""
 
+    def api_refusals(self, typ: str, name: str, inputs: dict[str, Any]) -> list[str]:
+        """What the cloud's API would refuse in a resource of its SDK's types that the SDK and
+        Pulumi's mocks let through (names, values, combinations; stacks/refusals.py):
+        `preview` adds them to the resource's `engine` findings."""
+
     def kubernetes_minors(self) -> dict[str, Any]:
         """The dated table of Kubernetes minors the cloud creates clusters with, {as_of, source,
         minors: [{minor, end}]} (`end`: its standard support's end): what `preview` shows and

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
+from reclaunch import clouds
 from reclaunch.errors import ProviderError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,10 +132,10 @@ class KubeCloudProvider:
         kw.update(self.env_overrides)
         if "infra" not in kw:
             from reclaunch.runtime.infra import PulumiInfra
-            from reclaunch import clouds
             kw["infra"] = PulumiInfra(program=self._program, config=self._config,
                                       extra=clouds.get(self.name).pip_extra,
-                                      diagnose=self.cloud.diagnose, backend=backend)
+                                      diagnose=self.cloud.diagnose, backend=backend,
+                                      compute=clouds.get(self.name).compute_types)
         if "kube_for" not in kw:
             kw["kube_for"] = _kube_for
         return Env(**kw)

@@ -76,9 +76,11 @@ def parse(path: str) -> BucketURL:
     return BucketURL(scheme, host, rest, account)
 
 
-def problems(path: str, cloud: str, *, created: bool, want_prefix: bool) -> list[str]:
+def problems(path: str, cloud: str, *, created: bool, want_prefix: bool,
+             existing: str | None = None, manual: bool = False) -> list[str]:
     """What is wrong with `path` as an object-store URL for `cloud` ([] = fine).
-    created: storage.kind is bucket (the stack makes it, so the account is the stack's)."""
+    created: storage.kind is bucket (the stack makes it, so the account is the stack's);
+    existing: storage.existing; manual: security.bucket_grants is manual."""
     try:
         u = parse(path)
     except ValueError as exc:
@@ -95,7 +97,35 @@ def problems(path: str, cloud: str, *, created: bool, want_prefix: bool) -> list
     if store.account_form and not created and not u.account:
         out.append("name the storage account of an existing container: "
                    + store.account_form.format(bucket=u.bucket, prefix=u.prefix or "PREFIX"))
+    if not created and not manual:
+        out += _grant_scope(u, store, cloud, existing)
     return out
+
+
+def grant_scope(url: BucketURL, existing: str | None) -> str | None:
+    """The id a stack grants the job's identity on for `url`'s bucket, when its store needs one
+    (ObjectStore.grant_scope) and storage.existing gives it; None otherwise."""
+    scope = clouds.object_stores()[url.scheme].grant_scope
+    m = re.fullmatch(scope[0], existing or "") if scope else None
+    return m.group(0) if m else None
+
+
+def _grant_scope(u: BucketURL, store: clouds.ObjectStore, cloud: str,
+                 existing: str | None) -> list[str]:
+    """A bucket the job needs but the stack cannot grant it on: refused before anything bills
+    (the first checkpoint would be a 403 with the GPUs up)."""
+    if store.grant_scope is None or not clouds.known(cloud) or clouds.get(cloud).kind != "kube":
+        return []        # the name is enough, or the cluster is the team's (its identity)
+    pattern, what = store.grant_scope
+    m = re.fullmatch(pattern, existing or "")
+    if m is None:
+        return [f"`up` can give the job's identity rights on {u.scheme}://{u.bucket} only with "
+                f"storage.existing set to {what}; or set security.bucket_grants: manual and "
+                "grant them yourself once `up` has made the identity"]
+    if u.account and m.groupdict().get("account") not in (None, u.account):
+        return [f"storage.existing names the storage account {m.group('account')}, the URL "
+                f"{u.account}"]
+    return []
 
 
 def created_bucket(spec) -> str | None:

@@ -32,6 +32,14 @@ def policy_rules():
     return policy.rules_of(mine)
 
 
+
+def api_refusals(typ, name, inputs):
+    """What the cloud's API refuses that preview's mocks accept (stacks/aws/api_rules.py)."""
+    from stacks.aws.api_rules import refusals
+
+    return refusals(typ, name, inputs)
+
+
 def kubernetes_minors():
     """The dated table of EKS minors (stacks/versions.py: what `preview` shows and `up` falls
     back to when it cannot ask EKS); `end`: the end of standard support, 14 months per minor

@@ -33,6 +33,14 @@ def policy_rules():
     return policy.rules_of(mine)
 
 
+
+def api_refusals(typ, name, inputs):
+    """What the cloud's API refuses that preview's mocks accept (stacks/azure/api_rules.py)."""
+    from stacks.azure.api_rules import refusals
+
+    return refusals(typ, name, inputs)
+
+
 def kubernetes_minors():
     """The dated table of AKS minors (stacks/versions.py: what `preview` shows and `up` falls
     back to when it cannot ask AKS); Azure/AKS release 2026-10-25: 1.37 GA, 1.36 the default,

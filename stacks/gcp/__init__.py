@@ -32,6 +32,14 @@ def policy_rules():
     return policy.rules_of(mine)
 
 
+
+def api_refusals(typ, name, inputs):
+    """What the cloud's API refuses that preview's mocks accept (stacks/gcp/api_rules.py)."""
+    from stacks.gcp.api_rules import refusals
+
+    return refusals(typ, name, inputs)
+
+
 def kubernetes_minors():
     """The dated table of GKE minors (stacks/versions.py: what `preview` shows and `up` falls
     back to when it cannot ask GKE): the minors upstream still maintains (kubernetes.io/

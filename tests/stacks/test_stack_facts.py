@@ -22,7 +22,8 @@ def test_every_kube_cloud_has_a_stack_implementing_the_facts(cloud):
     program = cloud_spec(cloud).program.partition(":")[0]
     assert program.startswith(f"stacks.{cloud}."), program
     assert set(stacks.FACTS) == {"node_pools", "job_placement", "manual_prerequisites",
-                                 "pod_identity", "policy_rules", "kubernetes_minors"}
+                                 "pod_identity", "policy_rules", "kubernetes_minors",
+                                 "api_refusals"}
 
 
 def test_a_target_without_a_stack_has_no_facts():

@@ -107,7 +107,14 @@ BLOB = ObjectStore(
     (r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]", "3-63 lowercase letters, digits or single hyphens"),
     account_rule=(r"[a-z0-9]{3,24}", "an Azure storage account name (3-24 lowercase letters and digits)"),
     account_host="dfs.core.windows.net",
-    account_form="abfs://{bucket}@ACCOUNT.dfs.core.windows.net/{prefix}")
+    account_form="abfs://{bucket}@ACCOUNT.dfs.core.windows.net/{prefix}",
+    # A role assignment's scope is a resource id (learn.microsoft.com/azure/role-based-access-
+    # control/scope-overview): a container's is its storage account's id + /blobServices/
+    # default/containers/NAME, and the account's resource group is not in the URL.
+    grant_scope=(r"/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Storage/"
+                 r"storageAccounts/(?P<account>[a-z0-9]{3,24})",
+                 "the storage account's resource id, /subscriptions/SUB/resourceGroups/RG/"
+                 "providers/Microsoft.Storage/storageAccounts/ACCOUNT"))
 
 # Time to first step on this target (planner/startup.py): the steps before the file-system
 # join, in order; `per_node` adds seconds per node beyond the first; `billed`: GPU VMs exist
@@ -183,6 +190,7 @@ FACTS = CloudFacts(
         # (learn.microsoft.com/azure/virtual-machines/spot-vms).
         "reclaim_notice_seconds": 30,
     },
+    compute_types=("azure-native:containerservice:",),
     preview=PreviewFacts(sdk_packages={"azure-native": "pulumi_azure_native"},
                          outputs=_outputs, calls=_calls),
     pip_extra="azure",

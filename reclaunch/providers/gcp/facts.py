@@ -137,6 +137,7 @@ FACTS = CloudFacts(
         # (cloud.google.com/compute/docs/instances/spot#preemption).
         "reclaim_notice_seconds": 30,
     },
+    compute_types=("gcp:container/",),
     preview=PreviewFacts(sdk_packages={"gcp": "pulumi_gcp"},
                          nested_tags={"gcp:container/nodePool:NodePool":
                                       "node_config.resource_labels"},

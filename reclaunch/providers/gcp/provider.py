@@ -65,6 +65,18 @@ def stack_config(plan) -> dict[str, str]:
     return cfg
 
 
+def prerequisites(plan) -> list[str]:
+    """The "needs a person" list, with the project's enabled APIs asked first
+    (services.prerequisites) when there are credentials to ask with (`up` stops at its
+    credential check first)."""
+    from reclaunch.providers.gcp import services
+
+    if credentials().ok is False:
+        from stacks.gcp.prerequisites import manual_prerequisites
+        return manual_prerequisites(plan)
+    return services.prerequisites(plan)
+
+
 CLOUD = CloudSpec(name="gcp", program="stacks.gcp.program:program",
                   sweeper="reclaunch.providers.gcp.sweep:GcpSweeper",
                   prices="reclaunch.providers.gcp.pricing:fetch_prices",
@@ -73,6 +85,7 @@ CLOUD = CloudSpec(name="gcp", program="stacks.gcp.program:program",
                                 "metric, e.g. NVIDIA_H100_GPUS, or its committed/preemptible variant)",
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
                   kube_versions="reclaunch.providers.gcp.versions:offered",
+                  prerequisites="reclaunch.providers.gcp.provider:prerequisites",
                   stack_config=stack_config)
 
 
