@@ -33,7 +33,6 @@ def policy_rules():
     return policy.rules_of(mine)
 
 
-
 def api_refusals(typ, name, inputs):
     """What the cloud's API refuses that preview's mocks accept (stacks/azure/api_rules.py)."""
     from stacks.azure.api_rules import refusals

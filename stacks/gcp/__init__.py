@@ -32,7 +32,6 @@ def policy_rules():
     return policy.rules_of(mine)
 
 
-
 def api_refusals(typ, name, inputs):
     """What the cloud's API refuses that preview's mocks accept (stacks/gcp/api_rules.py)."""
     from stacks.gcp.api_rules import refusals
