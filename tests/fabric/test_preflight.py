@@ -169,7 +169,7 @@ def test_job_shape_p5():
     assert c["name"] == "pytorch"
     env = {e["name"]: e["value"] for e in c["env"]}
     assert env["NCCL_DEBUG"] == "INFO" and "NCCL_ALGO" not in env
-    assert env["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    assert env["NCCL_NET"] == "AWS Libfabric" and "FI_EFA_USE_DEVICE_RDMA" not in env
     assert "torchrun --no-python" in c["command"][-1] and "-b 8 -e 8G -f 2" in c["command"][-1]
     assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32
     assert c["resources"]["limits"]["nvidia.com/gpu"] == 8

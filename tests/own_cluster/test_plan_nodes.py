@@ -17,7 +17,7 @@ def test_eks_p5_group_with_efa_from_the_catalog(standin, spec_file, cli):
     assert "GPU from the catalog row aws p5.48xlarge" in src and "efa: the catalog's fabric" in src
     assert "catalog on-demand aws p5.48xlarge in us-east-1" in src
     assert plan["cost"]["on_demand_usd_per_hour"] == 2 * 55.04     # the catalog row's price
-    assert plan["nccl_env"]["NCCL_NET"] == "Libfabric" and plan["fabric"].startswith("efa")
+    assert plan["nccl_env"]["NCCL_NET"] == "AWS Libfabric" and plan["fabric"].startswith("efa")
     assert [r.path for r in srv.calls("GET")] == ["/api/v1/nodes", "/api/v1/pods"]
 
 

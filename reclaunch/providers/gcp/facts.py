@@ -7,7 +7,9 @@ from reclaunch.clouds import ETHERNET, CloudFacts, FabricFacts, PreviewFacts
 
 # Jumbo frames on GPU NICs: what Google's A3 guides set for TCPX/TCPXO; RoCE VPCs use 8896
 # (the stack's VPC default elsewhere is 1460).
-TCPX = FabricFacts("tcpx", addons=("nccl-tcpx-installer",), mtu=8244)
+# TCPX's daemon reaches the GPUs through the NRI device injector, as TCPXO's does (the pod's
+# devices.gke.io annotation; container-engine-accelerators gpudirect-tcpx/nccl-test-latest.yaml).
+TCPX = FabricFacts("tcpx", addons=("nccl-tcpx-installer", "nri-device-injector"), mtu=8244)
 TCPXO = FabricFacts("tcpxo", addons=("nccl-tcpxo-installer", "nri-device-injector"), mtu=8244)
 RDMA = FabricFacts("rdma", addons=("nccl-rdma-installer",), mtu=8896, device_mode="RDMA",
                    roce=True)
