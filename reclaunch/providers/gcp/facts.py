@@ -77,9 +77,11 @@ FACTS = CloudFacts(
         "reclaim_band": (0.20, 0.30),
         "control_plane_usd_per_hour": 0.10,    # prices.md: GKE 0.10/h
         "pvc_usd_per_gb_month": 0.10,          # prices.md: pd-balanced 0.10
-        # Spot VM preemption: "Compute Engine sends a preemption notice ... 30 seconds" to stop
-        # (cloud.google.com/compute/docs/instances/spot#preemption).
-        "reclaim_notice_seconds": 30,
+        # The time a reclaimed Spot node's pods get from SIGTERM to SIGKILL: GKE's default is 15
+        # of the VM's 30 s (cloud.google.com/kubernetes-engine/docs/concepts/spot-vms); the
+        # stack's spot pools extend it to 120 s in all, 15 of them for system pods
+        # (stacks/gcp/pools.py spot_kubelet_config, GKE >= 1.35.0-gke.1171000).
+        "reclaim_notice_seconds": 105,
     },
     preview=PreviewFacts(sdk_packages={"gcp": "pulumi_gcp"},
                          nested_tags={"gcp:container/nodePool:NodePool":
