@@ -1,7 +1,7 @@
 """The cluster lifecycle: up, watch-until-done, teardown, down, status, logs.
 
     budget -> show cost + resources -> confirm -> provision (capacity fallback) -> apply
-    -> preflight -> start -> watch -> teardown -> verify
+    -> nodes (real against modelled) -> preflight -> start -> watch -> teardown -> verify
 
 Every step is journaled (start, then ok/failed) so a crash anywhere can be resumed by running
 `up` again (done steps are skipped, the stack and server-side apply are idempotent, pending
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections import Counter
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -66,6 +67,9 @@ class Env:
     # What a person must do first (quotas, feature registrations, reservations bought): shown
     # with the plan, before confirmation and before anything is created.
     prerequisites: Callable[["Plan"], list[str]] = lambda plan: []
+    # (plan, kube, launch, force, env) -> journal data: the Ready GPU nodes against the node
+    # model, before the job starts (providers/node_check.py); raises to refuse. None: skipped.
+    check_nodes: Callable[..., dict[str, Any]] | None = None
 
     def out(self):
         if self.console is None:
@@ -172,6 +176,9 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
             from reclaunch.runtime.workdir import publish
             publish(plan, into=r)   # job.workdir into its bucket before any pod fetches it
             r["applied"] = kube.apply_all(list(launch.objects))
+    if env.check_nodes and not journal.done("nodes"):
+        with _Step(env, journal, "nodes") as r:
+            r.update(env.check_nodes(plan, kube, launch, force, env))
     if preflight and not journal.done("preflight"):
         with _Step(env, journal, "preflight") as r:
             from reclaunch.runtime.preflight_run import run_preflight
@@ -374,15 +381,8 @@ def status(name: str, env: Env) -> "JobStatus":
         kw["nodes"] = kube.nodes(f"{CLUSTER_TAG}={name}") or kube.nodes()
     except ProviderError as exc:
         return _status_obj(name, rec.cloud, "Unknown", str(exc), **kw)
-    details["capacity"] = _by_capacity(kw["nodes"])
+    details["capacity"] = dict(Counter(n["capacity_type"] for n in kw["nodes"]))
     return _status_obj(name, rec.cloud, state, JOB_STATES[state].meaning, **kw)
-
-
-def _by_capacity(nodes: list[dict[str, Any]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for n in nodes:
-        out[n["capacity_type"]] = out.get(n["capacity_type"], 0) + 1
-    return out
 
 
 def logs(name: str, env: Env, *, rank: int | None = None, follow: bool = False) -> Iterator[str]:
