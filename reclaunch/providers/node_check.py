@@ -73,6 +73,10 @@ def compare(plan: "Plan", node: "Node", requests: dict[str, Fraction],
     record = {"node": node.name, "pool": node.labels.get(POOL_LABEL, ""),
               "instance_type": node.labels.get("node.kubernetes.io/instance-type", ""),
               "allocatable": {k: _exact(k, v) for k, v in sorted(real.items())},
+              # what the pods already there (the DaemonSets, before the job) request: the
+              # per-node figure k8s/addons.yaml's managed rows take from non-GPU nodes
+              "requested": {k: _exact(k, v) for k, v in sorted(node.requested.items())
+                            if _judged(k)},
               "modelled": {k: _exact(k, v) for k, v in sorted(model.items()) if _judged(k)}}
     return warn, refuse, record
 
@@ -96,7 +100,9 @@ def check(plan: "Plan", kube: Any, launch: "Launch", *, out: Any, force: bool = 
             break
         sleep(POLL_S)
     if not mine:
-        out.print(f"[yellow]{shown(f'no GPU node Ready within {wait_s:g} s: the node model was not checked against a real node')}[/yellow]")
+        why = (f"no GPU node Ready within {wait_s:g} s: the node model was not checked "
+               "against a real node")
+        out.print(f"[yellow]{shown(why)}[/yellow]")
         return {"message": "no Ready GPU node to check", "nodes": []}
     requests, limit = _training_pod(launch)
     warnings: list[str] = []
@@ -107,8 +113,9 @@ def check(plan: "Plan", kube: Any, launch: "Launch", *, out: Any, force: bool = 
         warnings += w
         refusals += r
         records.append(rec)
-        out.print("  node " + shown(f"{rec['node']} {rec['instance_type']}: allocatable " + ", ".join(
-            f"{k} {fmt(k, v)}" for k, v in sorted(node.allocatable.items()) if _judged(k))))
+        have = ", ".join(f"{k} {fmt(k, v)}" for k, v in sorted(node.allocatable.items())
+                         if _judged(k))
+        out.print("  node " + shown(f"{rec['node']} {rec['instance_type']}: allocatable {have}"))
     for line in warnings:
         out.print(f"[yellow]{shown(line)}[/yellow]")
     if refusals and not force:

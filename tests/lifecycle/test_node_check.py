@@ -66,6 +66,7 @@ def test_a_published_node_holds_the_pod_and_is_recorded(plan):
     assert rec["allocatable"] == {"cpu": "95690m", "hugepages-2Mi": str(21122 * 2**20),
                                   "memory": str(1146004920 * 1024)}
     assert int(rec["modelled"]["memory"]) <= 1146004920 * 1024   # the model is at or below
+    assert rec["requested"] == {"cpu": "170m", "memory": str(250 * 2**20)}   # its DaemonSets
     assert "n1 p4d.24xlarge: allocatable cpu 95.69, hugepages-2Mi 20.6Gi" in out.file.getvalue()
 
 
