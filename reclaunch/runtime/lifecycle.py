@@ -176,7 +176,8 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
             from reclaunch.runtime.workdir import publish
             publish(plan, into=r)   # job.workdir into its bucket before any pod fetches it
             r["applied"] = kube.apply_all(list(launch.objects))
-    if env.check_nodes and not journal.done("nodes"):
+    # Only before the job: once it runs, its own pods fill the nodes the check would judge.
+    if env.check_nodes and not journal.done("nodes") and not journal.done("start"):
         with _Step(env, journal, "nodes") as r:
             r.update(env.check_nodes(plan, kube, launch, force, env))
     if preflight and not journal.done("preflight"):

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from reclaunch.errors import ProviderError
 from reclaunch.manifests.launch import build_launch
-from reclaunch.providers import node_check
+from reclaunch.providers import aws, node_check
 from reclaunch.runtime import lifecycle
 from reclaunch.runtime.journal import Journal
 from tests.lifecycle.conftest import FakeKube
@@ -78,12 +78,18 @@ def test_a_node_below_the_model_is_a_warning_with_the_numbers(plan):
                in w for w in data["warnings"]), data["warnings"]
 
 
+def provider_env(world, kube) -> lifecycle.Env:
+    """The Env a cloud provider builds for `up` (its check_nodes hook included), on fakes."""
+    prov = aws.provider(infra=world.infra, kube_for=lambda outputs: kube, clock=world.clock,
+                        sleep=world.clock.sleep, console=world.env().console,
+                        is_tty=lambda: False, verify=world.env().verify)
+    return prov.env()
+
+
 def test_a_node_that_cannot_hold_the_pod_stops_up_before_the_job(world, plan):
     small = node_obj("n1", memory="800000000Ki")                    # 763 GiB
     kube = NodesKube([[small]], [daemonset_pod("n1")])
-    from reclaunch.providers.kubecloud import _check_nodes
-
-    env = world.env(kube_for=lambda outputs: kube, check_nodes=_check_nodes)
+    env = provider_env(world, kube)
     with pytest.raises(ProviderError, match=r"refusing to start the job: node n1 \(p4d.24xlarge\): "
                        r"memory: the training pod requests [\d.]+Gi, the node has 762.9Gi "
                        r"allocatable of which pods already there request 0.2Gi") as exc:
@@ -95,6 +101,20 @@ def test_a_node_that_cannot_hold_the_pod_stops_up_before_the_job(world, plan):
     assert lifecycle.up(plan, env, yes=True, force=True).state == "Running"
     assert kube.job_creations == 1
     assert Journal(plan.name).last("nodes")["nodes"][0]["node"] == "n1"
+
+
+def test_a_job_already_started_is_not_judged_by_the_node_its_pods_fill(world, plan):
+    """A cluster whose job started before the check ran (an `up` of an earlier reclaunch,
+    resumed): the training pod's own requests fill the node, so the check would refuse a job
+    that runs. It is skipped, and `up` goes on to the job."""
+    kube = NodesKube([[node_obj("n1")]])
+    assert lifecycle.up(plan, world.env(kube_for=lambda outputs: kube), yes=True).state == "Running"
+    journal = Journal(plan.name)
+    assert journal.done("start") and not journal.done("nodes")
+    journal.write("up", "start")   # interrupted: rerun
+    kube.pods_there = [daemonset_pod("n1", cpu="90", memory="1000Gi")]   # the training pod
+    assert lifecycle.up(plan, provider_env(world, kube), yes=True).state == "Running"
+    assert kube.job_creations == 1 and not Journal(plan.name).done("nodes")
 
 
 def test_it_waits_for_a_ready_gpu_node_of_this_cluster_bounded(plan, world):
