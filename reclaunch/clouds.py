@@ -78,6 +78,9 @@ class PreviewFacts(NamedTuple):
     # (type, name, inputs) -> outputs a program reads back; (token, args, region) -> result.
     outputs: Callable[[str, str, dict], dict] = lambda typ, name, inputs: {}
     calls: Callable[[str, dict, str], dict] = lambda token, args, region: {}
+    # "module:ATTR": (type, name, inputs) -> [what the cloud's API refuses there], for the
+    # types of its sdk_packages (stacks/refusals.py); preview adds them to `engine`.
+    refusals: str | None = None
 
 
 class CloudFacts(NamedTuple):
@@ -105,6 +108,8 @@ class CloudFacts(NamedTuple):
     # pvc_usd_per_gb_month (each with its source in the facts file).
     planner: Mapping[str, float] = _EMPTY
     preview: PreviewFacts = PreviewFacts()
+    # Pulumi type prefixes of the cluster and its nodes: `down --keep-storage` never keeps them.
+    compute_types: tuple[str, ...] = ()
     offers: str | None = None                  # catalog rows CSV next to the facts file
     home: Path | None = None                   # the facts file's folder (set by the loader)
     # Other names people write for this target (`cloud: amazon`): validate's "did you mean".

@@ -20,8 +20,6 @@ from stacks.fabric_facts import fabric_facts, fabric_kind  # noqa: F401
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
-# The Kubernetes minor is chosen per cloud and cluster: stacks/versions.py.
-
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 SYSTEM_POOL_SIZE = (2, 3)                     # min, max nodes for the CPU system pool
 # Node label whose value names the RDMA fabric a GPU node is on. Pools that share a fabric
@@ -68,8 +66,16 @@ def labels(plan: "Plan", **extra: str) -> dict[str, str]:
     return {label_safe(k): label_safe(v) for k, v in tags(plan, **extra).items()}
 
 
-def name(plan: "Plan", *parts: str, max_len: int = 63) -> str:
-    """`<cluster>-<part>...`, shortened with a stable hash when a cloud's limit is hit."""
+# What Pulumi appends to a name it generates: "-" and 7 random hex characters (bridged
+# providers: "name plus 8 random chars", pulumi/pulumi-azure#159), 8 hex on azure-native
+# (pulumi/pulumi-azure-native#4294); the engine refuses a result over the property's limit.
+AUTONAME_SUFFIX = 8
+
+
+def name(plan: "Plan", *parts: str, max_len: int = 63, auto: bool = False) -> str:
+    """`<cluster>-<part>...`, shortened with a stable hash when a cloud's limit is hit; `auto`:
+    a logical name Pulumi turns into the physical one (max_len is that property's limit)."""
+    max_len -= AUTONAME_SUFFIX if auto else 0
     full = "-".join([plan.name, *[p for p in parts if p]])
     if len(full) <= max_len:
         return full
@@ -193,15 +199,10 @@ def warn(message: str) -> None:
     """A Pulumi warning when running under the engine, a plain log line otherwise."""
     try:
         import pulumi
-
         pulumi.log.warn(message)
     except Exception:  # noqa: BLE001 - warnings must never fail a deployment
         import logging
-
         logging.getLogger("reclaunch.stacks").warning(message)
-
-
-# ------------------------------------------------------------------ add-ons
 
 
 @lru_cache(maxsize=2)
@@ -389,8 +390,7 @@ def cephfs_storage_class(k8s: Any, pulumi: Any, plan: "Plan", provider: Any) -> 
     if not cluster_id or not fs_name:
         raise ValueError("storage.kind cephfs needs storage.existing: '<clusterID>/<fsName>'")
     return k8s.storage.v1.StorageClass(
-        name(plan, "cephfs"), metadata={"name": name(plan, "cephfs"),
-                                        "labels": tags(plan)},
+        name(plan, "cephfs"), metadata={"name": name(plan, "cephfs"), "labels": tags(plan)},
         provisioner="cephfs.csi.ceph.com", reclaim_policy="Retain", allow_volume_expansion=True,
         parameters={"clusterID": cluster_id, "fsName": fs_name,
                     "csi.storage.k8s.io/provisioner-secret-name": "csi-cephfs-secret",

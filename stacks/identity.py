@@ -61,12 +61,13 @@ def service_account(plan: "Plan") -> str | None:
     return f"{plan.name}-trainer" if grants(plan) else None
 
 
-def account_name(plan: "Plan") -> str:
-    """Azure: the created storage account's name: 3-24 lowercase letters/digits, globally
-    unique, stable per cluster (a hash of name and region), so render can hand it to the
-    trainer (stacks/azure/bucket.py creates it)."""
+def account_name(plan: "Plan", use: str = "") -> str:
+    """Azure: the name of a storage account the stack creates: 3-24 lowercase letters/digits,
+    globally unique, stable per cluster (a hash of name, region and `use`), so render can hand
+    it to the trainer (stacks/azure/bucket.py: checkpoints; storage.py: use "files")."""
     base = re.sub(r"[^a-z0-9]", "", plan.name)[:14]
-    return f"rl{base}{hashlib.sha256(f'{plan.name}/{plan.region}'.encode()).hexdigest()[:8]}"
+    seed = "/".join(filter(None, (plan.name, plan.region, use)))
+    return f"r{use[:1] or 'l'}{base}{hashlib.sha256(seed.encode()).hexdigest()[:8]}"
 
 
 def _azure_env(plan: "Plan") -> dict[str, str]:

@@ -204,9 +204,10 @@ def gpu_pools_pinned(plan: "Plan", rs: list[dict]) -> list[str]:
 
 
 def engine_rules(plan: "Plan", rs: list[dict]) -> list[str]:
-    """What the real engine or the cloud's API refuses and the mocks accept (duplicate URNs,
-    references to unregistered resources, enum values the SDK's API version lacks): preview
-    records them per resource (reclaunch/runtime/preview.py, `engine`)."""
+    """What preview's checks find the real engine or the cloud's API would refuse and the
+    mocks accept (duplicate URNs, enum values the SDK's API version lacks, the names, values
+    and field rules of stacks/<cloud>/api_rules.py): preview records them per resource
+    (reclaunch/runtime/preview.py, `engine`, whose docstring says what is covered)."""
     return [f"{r['name']} ({r['type']}): {p}" for r in rs for p in r.get("engine") or ()]
 
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from reclaunch import clouds
 from reclaunch.errors import ProviderError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,7 +118,8 @@ class KubeCloudProvider:
             from reclaunch.runtime.infra import PulumiInfra
             kw["infra"] = PulumiInfra(program=self._program, config=self._config,
                                       extra=self.cloud.pip_extra, diagnose=self.cloud.diagnose,
-                                      backend=backend)
+                                      backend=backend,
+                                      compute=clouds.get(self.cloud.name).compute_types)
         if "kube_for" not in kw:
             kw["kube_for"] = _kube_for
         return Env(**kw)

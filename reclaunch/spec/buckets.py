@@ -17,6 +17,10 @@ class StoreFacts(NamedTuple):
     extra: str                  # the pip extra with its fsspec implementation
     fsspec_package: str
     name_rule: tuple[str, str]  # (regex, what it means) for the bucket / container name
+    # Where a stack can grant its job identity rights on a bucket it did not create only with
+    # the id of what holds it: (regex storage.existing must match, with an `account` group
+    # when the URL names one too; what it is). None: the bucket's name is enough.
+    grant_scope: tuple[str, str] | None = None
 
 
 # S3: docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html (3-63, lowercase,
@@ -27,12 +31,19 @@ class StoreFacts(NamedTuple):
 # cloud: kubernetes (a cluster the team has) reaches any store with the identity it gives pods.
 _S3 = (r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "3-63 lowercase letters, digits, dots or hyphens")
 _AZ = (r"[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]", "3-63 lowercase letters, digits or single hyphens")
+# An Azure role assignment's scope is a resource id (learn.microsoft.com/azure/role-based-access-
+# control/scope-overview): a container's is its storage account's id + /blobServices/default/
+# containers/NAME, and the account's resource group is not in the URL.
+_AZ_SCOPE = (r"/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Storage/"
+             r"storageAccounts/(?P<account>[a-z0-9]{3,24})",
+             "the storage account's resource id, /subscriptions/SUB/resourceGroups/RG/providers/"
+             "Microsoft.Storage/storageAccounts/ACCOUNT")
 OBJECT_STORES: dict[str, StoreFacts] = {
     "s3": StoreFacts(("aws", "local", "kubernetes"), "s3", "s3fs", _S3),
     "gs": StoreFacts(("gcp", "kubernetes"), "gcs", "gcsfs", _S3),
-    "az": StoreFacts(("azure", "kubernetes"), "azblob", "adlfs", _AZ),
-    "abfs": StoreFacts(("azure", "kubernetes"), "azblob", "adlfs", _AZ),
-    "abfss": StoreFacts(("azure", "kubernetes"), "azblob", "adlfs", _AZ),
+    "az": StoreFacts(("azure", "kubernetes"), "azblob", "adlfs", _AZ, _AZ_SCOPE),
+    "abfs": StoreFacts(("azure", "kubernetes"), "azblob", "adlfs", _AZ, _AZ_SCOPE),
+    "abfss": StoreFacts(("azure", "kubernetes"), "azblob", "adlfs", _AZ, _AZ_SCOPE),
 }
 # Azure storage account names: 3-24 lowercase letters and digits (learn.microsoft.com/azure/
 # storage/common/storage-account-overview#storage-account-name).
@@ -86,9 +97,11 @@ def parse(path: str) -> BucketURL:
     return BucketURL(scheme, host, rest, account)
 
 
-def problems(path: str, cloud: str, *, created: bool, want_prefix: bool) -> list[str]:
+def problems(path: str, cloud: str, *, created: bool, want_prefix: bool,
+             existing: str | None = None, manual: bool = False) -> list[str]:
     """What is wrong with `path` as an object-store URL for `cloud` ([] = fine).
-    created: storage.kind is bucket (the stack makes it, so an Azure account is the stack's)."""
+    created: storage.kind is bucket (the stack makes it, so an Azure account is the stack's);
+    existing: storage.existing; manual: security.bucket_grants is manual."""
     try:
         u = parse(path)
     except ValueError as exc:
@@ -105,7 +118,36 @@ def problems(path: str, cloud: str, *, created: bool, want_prefix: bool) -> list
     if facts.fsspec_package == "adlfs" and not created and not u.account:
         out.append(f"name the storage account of an existing container: "
                    f"abfs://{u.bucket}@ACCOUNT.dfs.core.windows.net/{u.prefix or 'PREFIX'}")
+    if not created and not manual:
+        out += _grant_scope(u, facts, cloud, existing)
     return out
+
+
+def grant_scope(url: BucketURL, existing: str | None) -> str | None:
+    """The id a stack grants the job's identity on for `url`'s bucket, when its store needs one
+    (StoreFacts.grant_scope) and storage.existing gives it; None otherwise."""
+    scope = OBJECT_STORES[url.scheme].grant_scope
+    m = re.fullmatch(scope[0], existing or "") if scope else None
+    return m.group(0) if m else None
+
+
+def _grant_scope(u: BucketURL, facts: StoreFacts, cloud: str, existing: str | None) -> list[str]:
+    """A bucket the job needs but the stack cannot grant it on: refused before anything bills
+    (the first checkpoint would be a 403 with the GPUs up)."""
+    from reclaunch import clouds
+
+    if facts.grant_scope is None or not clouds.known(cloud) or clouds.get(cloud).kind != "kube":
+        return []        # the name is enough, or the cluster is the team's (its identity)
+    pattern, what = facts.grant_scope
+    m = re.fullmatch(pattern, existing or "")
+    if m is None:
+        return [f"`up` can give the job's identity rights on {u.scheme}://{u.bucket} only with "
+                f"storage.existing set to {what}; or set security.bucket_grants: manual and "
+                "grant them yourself once `up` has made the identity"]
+    if u.account and m.groupdict().get("account") not in (None, u.account):
+        return [f"storage.existing names the storage account {m.group('account')}, the URL "
+                f"{u.account}"]
+    return []
 
 
 def created_bucket(spec) -> str | None:

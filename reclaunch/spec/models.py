@@ -164,6 +164,7 @@ class Security(BaseModel):
         "azure: encrypt VM temp disks and disk caches at the host. Unset: on wherever the VM "
         "size supports it and the subscription feature Microsoft.Compute/EncryptionAtHost is "
         "Registered (`up` checks); true: required; false: off"))
+    bucket_grants: Literal["stack", "manual"] = "stack"   # schema_docs.py says what each means
 
 
 class Autoscaling(BaseModel):

@@ -267,8 +267,10 @@ def _bucket_rules(s: "Spec") -> list[Problem]:
     for where, path, want_prefix in ((("job", "checkpoint", "path"), ckpt, True),
                                      (("job", "dataset", "path"), data, False)):
         if buckets.is_url(path):
-            out += [(where, m) for m in buckets.problems(path, s.cloud, created=created and
-                                                         where[1] == "checkpoint", want_prefix=want_prefix)]
+            out += [(where, m) for m in buckets.problems(
+                path, s.cloud, created=created and where[1] == "checkpoint",
+                want_prefix=want_prefix, existing=s.storage.existing,
+                manual=s.security.bucket_grants == "manual")]
     if created and not buckets.is_url(ckpt):
         out.append((("storage", "kind"), "bucket stores checkpoints in object storage: set "
                     "job.checkpoint.path to a URL such as s3://BUCKET/PREFIX (gs://, az:// on gcp, azure)"))

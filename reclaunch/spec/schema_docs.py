@@ -24,7 +24,12 @@ DOCS: dict[str, str] = {
     "Spec.spot": "Spot/preemptible capacity and what to do when there is none",
     "Spec.autoscaling": "Elastic node count (min..max); the job resizes on reclaims",
     "Spec.capacity": "Reserved capacity (ODCR, Capacity Block, GCP reservation, Azure CRG)",
-    "Spec.security": "Who may reach the Kubernetes API; host encryption",
+    "Spec.security": "Who may reach the Kubernetes API; host encryption; bucket grants",
+    "Security.bucket_grants": (
+        "Who gives the job's identity its rights on a bucket you name (not storage.kind: "
+        "bucket). stack: `up` does; on azure that needs storage.existing set to the storage "
+        "account's resource id, and validate refuses without it. manual: where the stack "
+        "cannot, you grant them yourself once `up` has made the identity (it says which)"),
     "Spec.job": "The training job: image, command, batch, precision, checkpoints, dataset",
     "Spec.model": "The recommender model the planner sizes and the trainer builds",
     "Spec.nccl": "Extra NCCL settings on top of the fabric profile",

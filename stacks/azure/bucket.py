@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from reclaunch.spec.buckets import grant_scope
 from stacks import common as c
 from stacks import identity
 from stacks.identity import account_name
@@ -71,9 +72,9 @@ def bucket_and_identity(az: Any, pulumi: Any, k8s: Any, plan: "Plan", *, rg: Any
     for i, g in enumerate(identity.grants(plan)):
         if account is not None and g.write:
             scope = pulumi.Output.concat(account.id, f"/blobServices/default/containers/{g.url.bucket}")
-        elif str(plan.spec.storage.existing or "").startswith("/subscriptions/"):
-            scope = f"{plan.spec.storage.existing}/blobServices/default/containers/{g.url.bucket}"
-        else:
+        elif account_id := grant_scope(g.url, plan.spec.storage.existing):
+            scope = f"{account_id}/blobServices/default/containers/{g.url.bucket}"
+        else:   # security.bucket_grants: manual (validate refuses this otherwise)
             c.warn(f"{g.url.url}: grant the job's identity (reclaunch {plan.name} trainer-id) "
                    "Storage Blob Data access on that container yourself, or set storage.existing "
                    "to the storage account's resource id")

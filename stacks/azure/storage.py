@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from stacks import common as c
+from stacks.identity import account_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -45,8 +46,13 @@ def storage(az, pulumi, k8s, plan: "Plan", rg, vnet, subnet, nsg, tags, provider
     if kind == "azure-files":
         # NFS premium share: encrypted at rest (always), reachable only from the node subnet
         # through its service endpoint.
+        # Named, not auto-named: azure-native appends 8 characters to a logical name, past
+        # the 24 a storage account may have for any cluster name over 11 letters
+        # (pulumi/pulumi-azure-native#4294). A stack made before keeps its account: a new
+        # name would replace it, and the share's data with it.
         account = az.storage.StorageAccount(
-            c.name(plan, "files").replace("-", "")[:24], resource_group_name=rg.name,
+            c.name(plan, "files").replace("-", "")[:24], account_name=account_name(plan, "files"),
+            resource_group_name=rg.name, opts=pulumi.ResourceOptions(ignore_changes=["accountName"]),
             kind="FileStorage", sku={"name": "Premium_LRS"}, tags=tags,
             enable_https_traffic_only=False,   # NFS 4.1 does not use HTTPS; network-restricted
             minimum_tls_version="TLS1_2", allow_blob_public_access=False,

@@ -45,7 +45,11 @@ def test_aws_p5_has_32_efa_interfaces(previews):
           if r["name"].endswith("gpu-spot-lt")][0]
     nics = lt["networkInterfaces"]
     assert len(nics) == 32 and sorted(n["networkCardIndex"] for n in nics) == list(range(32))
-    assert nics[0]["deviceIndex"] == 0 and all(n["deviceIndex"] == 1 for n in nics[1:])
+    # efa-acc-inst-types.html: the primary (card 0, device 0) carries ENA and EFA; every other
+    # card one EFA-only interface at device index 0; no associatePublicIpAddress with several.
+    assert [(n["deviceIndex"], n["interfaceType"]) for n in nics] == \
+        [(0, "efa")] + [(0, "efa-only")] * 31
+    assert not any("associatePublicIpAddress" in n for n in nics)
 
 
 def test_aws_max_price_honoured(previews):

@@ -33,8 +33,12 @@ def _scheme(cloud: str) -> str:
     return next(s for s, f in OBJECT_STORES.items() if cloud in f.clouds)
 
 
-# A container the user already has must name its storage account (the stack makes none).
+# A container the user already has must name its storage account (the stack makes none), and
+# the account's resource id in storage.existing for the stack to grant on it (or, where a
+# storage kind uses storage.existing itself, security.bucket_grants: manual).
 OWN_CONTAINER = {"az": "abfs://acme-ckpt@acmeckpt.dfs.core.windows.net/run-1"}
+ACCOUNT_ID = ("/subscriptions/0000/resourceGroups/acme/providers/Microsoft.Storage/"
+              "storageAccounts/acmeckpt")
 
 
 def _url(scheme: str, created: bool) -> str:
@@ -56,6 +60,11 @@ def spec_text(cloud: str, kind: str, bucket: bool, spot: bool) -> str:
     doc["spot"] = {"enabled": spot, **({"fallback": "on-demand"} if spot else {})}
     ckpt = _url(_scheme(cloud), created=kind == "bucket") if bucket else "/data/ckpt"
     doc["job"]["checkpoint"] = {"path": ckpt, "every_minutes": 15}
+    if bucket and kind != "bucket" and OBJECT_STORES[_scheme(cloud)].grant_scope:
+        if kind in EXISTING:
+            doc["security"] = {**doc.get("security", {}), "bucket_grants": "manual"}
+        else:
+            doc["storage"]["existing"] = ACCOUNT_ID
     if kind not in MOUNTED_STORAGE:
         doc["job"]["dataset"].pop("path", None)
     return yaml.safe_dump(doc)

@@ -133,5 +133,8 @@ FACTS = CloudFacts(
         # (docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html).
         "reclaim_notice_seconds": 120,
     },
-    preview=PreviewFacts(sdk_packages={"aws": "pulumi_aws"}, outputs=_outputs, calls=_calls),
+    compute_types=("aws:eks/", "aws:autoscaling/", "aws:ec2/launchTemplate:",
+                   "aws:ec2/placementGroup:"),
+    preview=PreviewFacts(sdk_packages={"aws": "pulumi_aws"}, outputs=_outputs, calls=_calls,
+                         refusals="stacks.aws.api_rules:refusals"),
 )

@@ -93,6 +93,8 @@ FACTS = CloudFacts(
         # (learn.microsoft.com/azure/virtual-machines/spot-vms).
         "reclaim_notice_seconds": 30,
     },
+    compute_types=("azure-native:containerservice:",),
     preview=PreviewFacts(sdk_packages={"azure-native": "pulumi_azure_native"},
-                         outputs=_outputs, calls=_calls),
+                         outputs=_outputs, calls=_calls,
+                         refusals="stacks.azure.api_rules:refusals"),
 )

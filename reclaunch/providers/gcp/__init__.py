@@ -52,6 +52,7 @@ CLOUD = CloudSpec(name="gcp", program="stacks.gcp.program:program",
                   credentials=credentials,
                   errors=ERRORS, quota_fix=QUOTA_FIX, capacity_fix=CAPACITY_FIX,
                   kube_versions="reclaunch.providers.gcp.versions:offered",
+                  prerequisites="reclaunch.providers.gcp.services:prerequisites",
                   stack_config=stack_config)
 
 

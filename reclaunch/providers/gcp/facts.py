@@ -83,8 +83,10 @@ FACTS = CloudFacts(
         # (stacks/gcp/pools.py spot_kubelet_config, GKE >= 1.35.0-gke.1171000).
         "reclaim_notice_seconds": 105,
     },
+    compute_types=("gcp:container/",),
     preview=PreviewFacts(sdk_packages={"gcp": "pulumi_gcp"},
                          nested_tags={"gcp:container/nodePool:NodePool":
                                       "node_config.resource_labels"},
-                         outputs=_outputs, calls=_calls),
+                         outputs=_outputs, calls=_calls,
+                         refusals="stacks.gcp.api_rules:refusals"),
 )
