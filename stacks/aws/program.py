@@ -91,9 +91,7 @@ def kubelet_labels(labels: dict[str, str]) -> dict[str, str]:
 def _node_user_data(pulumi, cluster, plan: "Plan", pool: c.NodePool):
     """nodeadm NodeConfig (AL2023): join, labels, taints, local NVMe as RAID0 ephemeral, and
     the pool's huge pages reserved by a shell part (cloud-init runs user-data scripts before
-    nodeadm starts the kubelet, so the kubelet advertises them from its first status). On EFA
-    pools that is the count the EFA installer's efa-config reserves on the EKS GPU AMIs: set
-    here too, the node holds what the model subtracts whichever of the two runs last."""
+    nodeadm starts the kubelet, so the kubelet advertises them from its first status)."""
     labels = kubelet_labels(pool.labels)
     taints = [c.taint_str(t) for t in pool.taints]
     pages = hugepage_count(pool.hugepages["hugepages-2Mi"]) if pool.hugepages else 0
