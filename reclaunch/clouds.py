@@ -66,6 +66,9 @@ class FabricFacts(NamedTuple):
     selectable: bool = True              # a value of `interconnect.inter_node`
     generic: bool = False                # offered by several clouds (listed last)
     profiles: str | None = None          # "module:ATTR", FabricProfiles outside fabric/profiles.py
+    # Huge pages the fabric's node image reserves at boot, whatever the pods ask for:
+    # {resource, page_bytes, per_vcpu, extra} -> per_vcpu x vCPUs + extra pages (catalog/node.py).
+    boot_hugepages: Mapping[str, Any] = _EMPTY
 
 
 class ReservationKind(NamedTuple):

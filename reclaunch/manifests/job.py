@@ -41,11 +41,19 @@ def spot_tolerations(plan: "Plan") -> tuple[dict, ...]:
 
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-GRACE_SECONDS = 120          # AWS gives 2 minutes' notice of a spot reclaim: use it to checkpoint
+GRACE_SECONDS = 120          # a pod deleted by `down` or drained from an on-demand node
 # torchrun SIGKILLs its workers 30 s after forwarding SIGTERM unless told otherwise
 # (torch/distributed/run.py --shutdown-timeout, env TORCH_ELASTIC_SHUTDOWN_TIMEOUT): give the
 # workers the pod's grace period minus a few seconds for torchrun itself to exit.
-SHUTDOWN_TIMEOUT = GRACE_SECONDS - 5
+TORCHRUN_EXIT_SECONDS = 5
+
+
+def grace_seconds(plan: "Plan") -> int:
+    """terminationGracePeriodSeconds: on spot, what a reclaim really leaves the pod (the cloud's
+    facts, the plan's reclaim_notice_seconds: AWS 120, GKE 105 on our pools, AKS 30), so that
+    torchrun stops its workers while the node still exists; otherwise GRACE_SECONDS."""
+    notice = plan.constants.get("reclaim_notice_seconds") if plan.spot else None
+    return int(notice) if notice else GRACE_SECONDS
 
 
 def labels(plan: "Plan", **extra: str) -> dict[str, str]:
@@ -150,7 +158,8 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     # A single-node job gets no fabric NCCL settings (plan.nccl_env has the network's).
     nccl = (None if multi_node(plan) else
             nccl_env(fabric_profile(plan), spec.nccl.env, debug=spec.nccl.debug))
-    env = {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(SHUTDOWN_TIMEOUT), **req.env, **job_env(plan, nccl=nccl)}
+    shutdown = max(1, grace_seconds(plan) - TORCHRUN_EXIT_SECONDS)
+    env = {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(shutdown), **req.env, **job_env(plan, nccl=nccl)}
     if req.exit_file:
         env["RECLAUNCH_EXIT_FILE"] = req.exit_file
     command, args = _launcher(list(spec.job.command), list(spec.job.args))
@@ -210,7 +219,7 @@ def pod_template(plan: "Plan", container: dict[str, Any], req: Any, *, job_name:
     pod: dict[str, Any] = {
         "nodeSelector": node_selector,
         "tolerations": tolerations,
-        "terminationGracePeriodSeconds": GRACE_SECONDS,
+        "terminationGracePeriodSeconds": grace_seconds(plan),
         "containers": [container, *req.sidecars],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": req.shm_size}},
                     *volumes, *req.volumes],

@@ -228,6 +228,12 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     notice = c["spot"]["reclaim_notice_seconds"].get(cloud) if spec.spot.enabled else None
     if notice:   # what a reclaim leaves the SIGTERM checkpoint (the cloud's facts); the trainer warns past it
         consts["reclaim_notice_seconds"] = notice
+        if notice < c["spot"]["short_notice_seconds"]:
+            every = spec.job.checkpoint.every_minutes
+            warnings.append(f"a spot reclaim on {cloud} leaves the pods {notice:g} s from SIGTERM to "
+                            "SIGKILL, too short to count on the save on SIGTERM: only the periodic "
+                            f"checkpoints (every {every:g} min) protect the work, up to {every:g} "
+                            "min of it lost per reclaim")
     if is_url(spec.job.checkpoint.path):   # checkpoints in a bucket (else bucket_cost is not imported)
         from reclaunch.planner.bucket_cost import checkpoint_cost, notice_warning as bucket_notice
         ck = checkpoint_cost(spec, cloud, nodes, world, hours)

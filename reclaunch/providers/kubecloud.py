@@ -128,7 +128,7 @@ class KubeCloudProvider:
             fallback=fallback,
             stop_hint=lambda kind: self.cloud.quota_fix if kind in (QUOTA, SPOT_QUOTA)
             else self.cloud.capacity_fix,
-            verify=self.verify, prerequisites=self._prerequisites)
+            verify=self.verify, prerequisites=self._prerequisites, check_nodes=_check_nodes)
         kw.update(self.env_overrides)
         if "infra" not in kw:
             from reclaunch.runtime.infra import PulumiInfra
@@ -326,3 +326,8 @@ def _kube_for(outputs: dict[str, Any]):
         raise ProviderError("the stack has no kubeconfig output; was provisioning completed?",
                             hint="rerun `reclaunch up`")
     return Kube.from_kubeconfig(kubeconfig)
+
+
+def _check_nodes(plan: "Plan", kube: Any, launch: Any, force: bool, env: Any) -> dict[str, Any]:
+    from reclaunch.providers.node_check import check
+    return check(plan, kube, launch, out=env.out(), force=force, sleep=env.sleep, clock=env.clock)

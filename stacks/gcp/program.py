@@ -17,7 +17,7 @@ from stacks.gcp import bucket as gcs
 from stacks.gcp import registry
 from stacks.gcp.secrets import secrets_key
 from stacks.gcp.pools import (COMPUTE_CLASS_LABEL, SYSTEM_MACHINE, accelerator, compute_class,
-                              node_pools)
+                              node_pools, spot_kubelet_config)
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -253,6 +253,7 @@ def program(plan: "Plan") -> None:
                 "ephemeral_storage_local_ssd_config": (
                     {"local_ssd_count": ssds} if ssds else None),
                 "reservation_affinity": reservation_affinity(plan),
+                "kubelet_config": spot_kubelet_config(plan, pool),
                 "labels": _settable(pool.labels),
                 "taints": [{"key": t["key"], "value": t["value"],
                             "effect": GKE_EFFECT[t["effect"]]} for t in pool.taints]},

@@ -152,7 +152,7 @@ def test_gpu_facts_for_the_new_gpus():
 def test_b200_fabric_profiles_cite_vendor_settings():
     p6 = profile_for("aws", "p6-b200.48xlarge", "auto", bundled_catalog())
     assert p6.name == "efa-p6" and p6.resources == {"vpc.amazonaws.com/efa": 8}
-    assert p6.env["FI_EFA_USE_DEVICE_RDMA"] == "1" and "aws-ofi-nccl" in p6.source
+    assert p6.env["NCCL_NET"] == "AWS Libfabric" and "aws-ofi-nccl" in p6.source
     assert p6.intra_node_busbw_gbs > get_profile("efa-p5").members[0].intra_node_busbw_gbs
     a4 = profile_for("gcp", "a4-highgpu-8g", "auto", bundled_catalog())
     assert a4.name == "gcp-rdma-a4" and a4.env["NCCL_NET"] == "gIB"

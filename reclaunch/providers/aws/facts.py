@@ -10,7 +10,16 @@ EFA = FabricFacts(
     "efa", addons=("aws-efa-k8s-device-plugin",),
     # One interface per network card: EFA on card 0 (carries the IP), EFA-only elsewhere, and
     # a security group open to itself (docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html).
-    nic="efa")
+    nic="efa",
+    # The EKS GPU AMIs' EFA installer (efa-config) reserves 2 MiB pages at boot: 110 per vCPU
+    # plus one, in every published EKS EFA node (21122Mi on 96-vCPU p3dn and p4de, 42242Mi on a
+    # 192-vCPU p5: catalog/data/node_figures.csv); libfabric's EFA provider backs ~110 MB of
+    # packet pools per endpoint and core with them (awslabs/libfabric-ci-scripts efa-check.sh).
+    # They come off allocatable memory whether or not a pod uses them (FI_EFA_USE_HUGE_PAGE=0:
+    # ours do not); the stack sets the same count itself (stacks/aws/pools.py), so a node image
+    # whose installer reserves none (AL2023 runs `efa_installer.sh --minimal`) matches too.
+    boot_hugepages={"resource": "hugepages-2Mi", "page_bytes": 2 * 2**20, "per_vcpu": 110,
+                    "extra": 1})
 
 
 # Static provisioning as each CSI driver documents it (render --with-storage):
@@ -166,8 +175,9 @@ FACTS = CloudFacts(
                   "default-card ENIs x (IPv4 per ENI - 1) + 2, instance-info.jsonl), which our "
                   "self-managed AL2023 nodes get (no maxPods override in their NodeConfig)",
         # nominal -> kubelet capacity: 512 MiB + 4% covers every AWS row of
-        # catalog/data/node_figures.csv (measured: 2.6-3.7% on the large sizes, up to 0.85 GiB
-        # on 16 GiB ones); Karpenter's flat 7.5% guess would take 150 GiB off a p5.
+        # catalog/data/node_figures.csv (measured: 2.3-3.7% on the large sizes, p5 and p3dn
+        # included, up to 0.85 GiB on 16 GiB ones); Karpenter's flat 7.5% would take 150 GiB
+        # off a p5.
         "capacity_overhead": {"fixed_mib": 512, "fraction": Fraction(4, 100)},
         # (up to this many cores, fraction of a core reserved per core in the band)
         "cpu_tiers": ((1, Fraction(6, 100)), (2, Fraction(1, 100)), (4, Fraction(5, 1000)),

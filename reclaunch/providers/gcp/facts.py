@@ -9,7 +9,9 @@ from reclaunch.clouds import (BUCKET, CEPHFS, ETHERNET, NO_STORAGE, PVC, S3, Clo
 
 # Jumbo frames on GPU NICs: what Google's A3 guides set for TCPX/TCPXO; RoCE VPCs use 8896
 # (the stack's VPC default elsewhere is 1460).
-TCPX = FabricFacts("tcpx", addons=("nccl-tcpx-installer",), mtu=8244)
+# TCPX's daemon reaches the GPUs through the NRI device injector, as TCPXO's does (the pod's
+# devices.gke.io annotation; container-engine-accelerators gpudirect-tcpx/nccl-test-latest.yaml).
+TCPX = FabricFacts("tcpx", addons=("nccl-tcpx-installer", "nri-device-injector"), mtu=8244)
 TCPXO = FabricFacts("tcpxo", addons=("nccl-tcpxo-installer", "nri-device-injector"), mtu=8244)
 RDMA = FabricFacts("rdma", addons=("nccl-rdma-installer",), mtu=8896, device_mode="RDMA",
                    roce=True)
@@ -133,9 +135,11 @@ FACTS = CloudFacts(
         "reclaim_band": (0.20, 0.30),
         "control_plane_usd_per_hour": 0.10,    # prices.md: GKE 0.10/h
         "pvc_usd_per_gb_month": 0.10,          # prices.md: pd-balanced 0.10
-        # Spot VM preemption: "Compute Engine sends a preemption notice ... 30 seconds" to stop
-        # (cloud.google.com/compute/docs/instances/spot#preemption).
-        "reclaim_notice_seconds": 30,
+        # The time a reclaimed Spot node's pods get from SIGTERM to SIGKILL: GKE's default is 15
+        # of the VM's 30 s (cloud.google.com/kubernetes-engine/docs/concepts/spot-vms); the
+        # stack's spot pools extend it to 120 s in all, 15 of them for system pods
+        # (stacks/gcp/pools.py spot_kubelet_config, GKE >= 1.35.0-gke.1171000).
+        "reclaim_notice_seconds": 105,
     },
     compute_types=("gcp:container/",),
     preview=PreviewFacts(sdk_packages={"gcp": "pulumi_gcp"},

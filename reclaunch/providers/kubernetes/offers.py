@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from reclaunch import clouds, host
 from reclaunch.catalog import Catalog, Offer
 from reclaunch.errors import PlanError, SpecError
-from reclaunch.providers.kubernetes.nodes import (GKE_NIC_INFO, GKE_NORTH, GPU_MEMORY_MIB,
+from reclaunch.runtime.kube_nodes import (GKE_NIC_INFO, GKE_NORTH, GPU_MEMORY_MIB,
                                                   GPU_PRODUCT, GROUP_LABELS, INSTANCE_TYPE,
                                                   REGION, Node)
 

@@ -70,7 +70,7 @@ def planning_catalog(spec, catalog: "Catalog", *, connect: Callable | None = Non
 
     from reclaunch.providers.kubernetes import saved
     from reclaunch.providers.kubernetes.connect import context_name, kubeconfig_missing
-    from reclaunch.providers.kubernetes.nodes import read_nodes
+    from reclaunch.runtime.kube_nodes import read_nodes
     from reclaunch.providers.kubernetes.offers import cluster_catalog
     k = spec.kubernetes
     named = k.context if k else None
@@ -97,7 +97,7 @@ def planning_catalog(spec, catalog: "Catalog", *, connect: Callable | None = Non
 def schedule(plan: "Plan", *, connect: Callable | None = None) -> list[dict[str, Any]]:
     """`preview`'s and `up`'s schedulability rows, against the nodes as they are now."""
     from reclaunch.providers.kubernetes.fit import schedule as on_nodes
-    from reclaunch.providers.kubernetes.nodes import read_nodes
+    from reclaunch.runtime.kube_nodes import read_nodes
     return on_nodes(plan, read_nodes((connect or _connect)(plan.region)))
 
 
