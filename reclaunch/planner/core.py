@@ -177,6 +177,7 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     stack = stack_view.describe(spec)
     if (w := stack_view.unexpressed(stack, nodes)) is not None:
         warnings.append(w)
+    warnings.extend(stack_view.known_biases(stack, offer.gpu if offer is not None else None, nodes))
     if not stack["stated"] and offer is not None:   # the reader sees what the other stack gives
         stack["alternative"] = stack_view.alternative(spec, lambda alt: _throughput(alt, cat, offer, nodes))
     cloud = offer.cloud if offer is not None else spec.cloud

@@ -47,6 +47,22 @@ def unexpressed(stack: dict[str, Any], nodes: int) -> str | None:
             "exchanges every lookup's output")
 
 
+def known_biases(stack: dict[str, Any], gpu: str | None, nodes: int) -> list[str]:
+    """Where the stack's figure is known to miss published runs it was never fitted to, said in
+    the plan rather than corrected by a constant fitted to those rows (planner review 2026-12-03,
+    defects 6 and 7: bench/bench_calibration.py prints the rows)."""
+    out = []
+    if stack["embedding_kernels"] == "per_table" and stack["execution"] == "eager":
+        out.append("per-feature stack: a TensorFlow 1 estimator with feature columns copies embedding "
+                   "inputs between host and device per feature (NVIDIA DeepLearningExamples TF1 "
+                   "Wide&Deep's known issue), which no spec field describes: such jobs ran 3-12x "
+                   "slower than this figure")
+    if stack["name"] == "hugectr" and nodes == 1 and (gpu or "").split("-")[0] in ("H200", "B200"):
+        out.append("hugectr on one H200/B200 node: published MLPerf runs (v4.1-v5.1) did about 10-15% less "
+                   "than this figure; expect the lower part of the range")
+    return out
+
+
 def line(stack: dict[str, Any], rate) -> str:
     """The plan table's `stack` line: what was assumed, how the spec said it, the alternative."""
     how = stack["how"] if stack["stated"] else f"assumed, {stack['how']}"

@@ -111,3 +111,14 @@ def test_small_steps_are_host_bound_large_ones_are_not():
     big = make_plan(make_spec(job={"batch_size": 1 << 20}), CAT)
     assert small.step.total_seconds == pytest.approx(small.step.host_seconds)
     assert big.step.total_seconds > big.step.host_seconds
+
+
+def test_known_biases_are_said_not_fitted():
+    # planner review 2026-12-03, defects 6 and 7: warnings, no constant fitted to those rows
+    per_feature = make_plan(_dcn(stack="per-feature"), CAT)
+    assert any("feature columns" in w and "3-12x" in w for w in per_feature.warnings)
+    h200 = make_plan(make_spec(**{**DCN, "instance_type": "p5en.48xlarge",
+                                  "job": {**DCN["job"], "stack": "hugectr"}}), CAT)
+    assert any(w.startswith("hugectr on one H200/B200 node") for w in h200.warnings)
+    h100 = make_plan(_dcn(stack="hugectr"), CAT)
+    assert not any("H200/B200" in w or "feature columns" in w for w in h100.warnings)
