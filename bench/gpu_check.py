@@ -1,244 +1,382 @@
-"""bench/gpu_check.sh's body: the reference trainer on one GPU, measured vs planned.
+"""bench/gpu_check.sh's body: the reference trainer on one GPU, measured beside the plan of
+exactly what it runs (issue 39). Reads the plans bench/gpu_check_plans.py made (never imports
+reclaunch: the GPU machine cannot plan) and runs, within one global deadline:
 
-Per model (DeepFM, DCNv2, DLRM, DIN) at two batch sizes on `--engine ddp` (plain torch, no
-TorchRec: runs on a bare CUDA image), precision steps (fp32 / tf32 / bf16 / fp16), checkpoint and
-resume, SIGTERM -> checkpoint -> exit 143 -> resume, and the TorchRec engine where torchrec imports.
-Each run's trainer environment is what reclaunch renders for a matching spec (manifests.env.job_env),
-so the run trains the tables the plan sized. The spec is 1 x p5en.48xlarge (8 x H200-141GB, the
-H200 instance in the catalog); the catalog has no 1-GPU H200 machine, so the prediction per GPU is
-the 8-GPU plan's samples/s / 8 (the plan's comm terms for 8 GPUs are in it: a small bias down).
-Without reclaunch's core deps the trainer gets the same tables from flags and the predicted
-column says why it is empty.
+  1. build       every model, a few steps (fails fast on a model that does not start);
+  2. checkpoint  SIGTERM to torchrun (as the kubelet sends it) with DataLoader workers: the
+                 trainer saves (time, size) and exits; a rerun resumes from that step;
+  3. precision   fp32 / tf32 / bf16: the state the forward really ran under (autocast, logits
+                 dtype, TF32), finite losses, bf16 not slower than fp32;
+  4. throughput  every model: each measured step part beside its planned term, the loader
+                 alone (its ceiling), peak memory beside planned memory, the spread over
+                 logging windows, the GPU clocks.
+
+Measured parts -> planned terms (TERMS): data_wait ~ input floor (batch / the plan's loader
+ceiling); fwd_bwd + optimizer ~ embedding + dense + per-step overhead (the replicated tables'
+update is in the plan's embedding term and in the trainer's optimizer part, so the two are
+compared together; each is printed alone too); comm ~ exposed communication (none on one GPU).
+Every row goes to $OUT/gpu_check.jsonl as it is produced. With planted failures (--plant; on in --cpu-smoke) each
+check also runs once against a fault it must catch, and the check passes only if it does.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import shutil
 import signal
-import subprocess
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_check_proc import Deadline, Rows, Run, clocks  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "examples" / "trainer" / "train.py"
-CRITEO_ROWS = (40000000, 39060, 17295, 7424, 20265, 3, 7122, 1543, 63, 40000000, 3067956, 405282, 10, 2209,
-               11938, 155, 4, 976, 14, 40000000, 40000000, 40000000, 590152, 12973, 108, 36)
-CRITEO_HOTS = (3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1)
+PLANS = ROOT / "bench" / "prepared" / "gpu_check_plans.json"
+PARTS = ("data_wait_s", "fwd_bwd_s", "optimizer_s", "comm_s")     # the trainer's, per step
+TERMS = {"data_wait_s": ("data_wait_s",), "compute_s": ("fwd_bwd_s", "optimizer_s"), "comm_s": ("comm_s",)}
+PLANNED = {"data_wait_s": ("input_floor",), "compute_s": ("embedding", "dense", "overhead"),
+           "comm_s": ("exposed_comm",)}
+# What the first forward must report (trainer: `info precision_state`), per device and precision.
+STATE = {("cuda", "fp32"): "autocast=off logits_dtype=float32 matmul_tf32=false",
+         ("cuda", "tf32"): "autocast=off logits_dtype=float32 matmul_tf32=true",
+         ("cuda", "bf16"): "autocast=bfloat16 logits_dtype=bfloat16 matmul_tf32=true",
+         ("cpu", None): "autocast=off logits_dtype=float32"}
 
 
-def tables(model: str, cap: int) -> list[dict]:
-    """Criteo 1TB tables capped at `cap` rows (replicated on one GPU by the ddp engine, with a dense
-    gradient per table: the full 97 GiB preset would not fit twice), DIN's own set."""
-    if model == "din":
-        return [{"name": "user_id", "rows": min(cap, 2_000_000)}, {"name": "shop_id", "rows": min(cap, 500_000)},
-                {"name": "item_id", "rows": min(cap, 1_000_000), "pooling_factor": 50}]
-    hots = CRITEO_HOTS if model == "dcnv2" else (1,) * 26
-    return [{"name": f"cat_{i}", "rows": min(r, cap), "pooling_factor": h}
-            for i, (r, h) in enumerate(zip(CRITEO_ROWS, hots))]
+def kv(line: str) -> dict[str, str]:
+    return dict(p.split("=", 1) for p in line.split() if "=" in p)
 
 
-def spec(model: str, batch: int, precision: str, cap: int, dim: int | None) -> dict:
-    m = {"preset": model, "tables": tables(model, cap)}
-    if dim:
-        m["embedding_dim"] = dim
-    if model == "din":
-        m["history_length"] = 50
-    return {"name": f"gpucheck-{model}", "cloud": "aws", "region": "us-east-1", "instance_type": "p5en.48xlarge",
-            "nodes": 1, "gpus_per_node": 8,
-            "job": {"image": "local/reclaunch-trainer:check", "command": ["python", str(TRAIN)],
-                    "batch_size": batch, "precision": precision, "optimizer": "adagrad",
-                    "dataset": {"samples": 1e8, "epochs": 1}},
-            "model": m}
+def metrics(text: str) -> list[dict]:
+    out = []
+    for line in text.splitlines():
+        if line.startswith("RECLAUNCH_METRICS "):
+            try:
+                out.append(json.loads(line.split(" ", 1)[1]))
+            except ValueError:
+                pass
+    return [m for m in out if m.get("rank") == 0 and not m.get("final")]
 
 
-def plan_env(doc: dict, tmp: Path) -> tuple[float | None, dict, str]:
-    """-> (predicted samples/s per GPU, trainer env, note). Needs reclaunch's core deps."""
-    try:
-        import yaml
-        from reclaunch.manifests.env import job_env
-        from reclaunch.planner import make_plan
-        from reclaunch.spec import load_spec
-    except ImportError as exc:
-        return None, {}, f"no prediction: reclaunch's core deps are not importable here ({exc.name})"
-    path = tmp / f"{doc['name']}.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    try:
-        plan = make_plan(load_spec(path))
-    except Exception as exc:  # a spec the planner refuses: say so, keep measuring
-        return None, {}, f"no prediction: plan failed: {type(exc).__name__}: {str(exc)[:160]}"
-    env = {k: v for k, v in job_env(plan).items() if k.startswith("RECLAUNCH_")}
-    per_gpu = plan.throughput_samples_per_second / max(1, plan.world_size)
-    return per_gpu, env, f"plan of 1 x {plan.instance_type} / {plan.world_size}"
+def first(text: str, prefix: str) -> str | None:
+    return next((line for line in text.splitlines() if line.startswith(prefix)), None)
 
 
-def metrics_of(out: str) -> list[dict]:
-    return [json.loads(line.split("RECLAUNCH_METRICS ", 1)[1]) for line in out.splitlines()
-            if "RECLAUNCH_METRICS " in line]
+def finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def run_trainer(args: list[str], env: dict, timeout: float, sigterm_after_step: int | None = None):
-    """-> (exit code, stdout+stderr, seconds)."""
-    full = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
-    t0 = time.monotonic()
-    if sigterm_after_step is None:
-        p = subprocess.run([sys.executable, str(TRAIN), *args], env=full, capture_output=True, text=True,
-                           timeout=timeout)
-        return p.returncode, p.stdout + p.stderr, time.monotonic() - t0
-    p = subprocess.Popen([sys.executable, str(TRAIN), *args], env=full, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-    lines = []
-    sent = False
-    for line in p.stdout:
-        lines.append(line)
-        if not sent and line.startswith("step=") and int(line.split()[0][5:]) >= sigterm_after_step:
-            p.send_signal(signal.SIGTERM)
-            sent = True
-        if time.monotonic() - t0 > timeout:
-            p.kill()
-            break
-    return p.wait(), "".join(lines), time.monotonic() - t0
+class Check:
+    def __init__(self, a, plans: dict, rows: Rows, deadline: Deadline, tmp: Path, cuda: bool):
+        self.a, self.rows, self.deadline, self.tmp, self.cuda = a, rows, deadline, tmp, cuda
+        self.by_stage: dict[str, list[dict]] = {}
+        for entry in plans["runs"]:
+            self.by_stage.setdefault(entry["stage"], []).append(entry)
+        self.device = "cuda" if cuda else "cpu"
+        self.n = 0
+
+    # ---------------------------------------------------------------- plumbing
+    def check(self, stage: str, name: str, ok: bool, detail: str, planted: bool = False, **data) -> bool:
+        good = ok != planted           # a planted fault must be caught
+        self.rows.add({"kind": "check", "stage": stage, "check": name, "ok": ok, "planted": planted,
+                       "as_expected": good, "detail": detail, **data})
+        tag = ("PASS" if ok else "FAIL") + (" (planted: caught)" if planted and not ok else
+                                             " (planted: NOT caught)" if planted else "")
+        print(f"{tag:26} {stage:10} {name}: {detail}", flush=True)
+        return ok
+
+    def trainer(self, entry: dict, steps: int, extra=(), env_extra=None, torchrun=False, on_line=None,
+                cap: float = 240.0):
+        """Run the trainer as the plan says; None (and a `skipped` row) when the deadline is near."""
+        floor = 15.0 if self.cuda else 5.0
+        timeout = self.deadline.budget(cap, floor)
+        if timeout is None:
+            self.rows.add({"kind": "skipped", "id": entry["id"], "reason": "deadline",
+                           "left_s": round(self.deadline.left(), 1)})
+            print(f"{'SKIP':26} {entry['stage']:10} {entry['id']}: the deadline is near", flush=True)
+            return None, None
+        self.n += 1
+        result = self.tmp / f"result-{self.n}.json"
+        env = {**os.environ, **entry["env"], "PYTHONUNBUFFERED": "1", **(env_extra or {})}
+        if not self.cuda:
+            env.update(CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1", RECLAUNCH_NUM_WORKERS="0")
+        log_every = max(1, steps // 6)
+        args = ["--engine", "ddp", "--steps", str(steps), "--log-every", str(log_every),
+                "--checkpoint-every-minutes", "0", "--result", str(result), *extra]
+        launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
+                    "--monitor-interval=0.2"] if torchrun else [sys.executable]
+        run = Run([*launcher, str(TRAIN), *args], env, self.tmp / f"run-{self.n}.log", ROOT)
+        got = run.watch(timeout, on_line)
+        try:
+            got["result"] = json.loads(result.read_text())
+        except (OSError, ValueError):
+            got["result"] = None
+        return got, run
+
+    # ---------------------------------------------------------------- 1. build
+    def build(self) -> None:
+        steps = 10
+        for entry in self.by_stage.get("build", []):
+            got, run = self.trainer(entry, steps, cap=180)
+            if got is not None:
+                self._built(entry, got, run, steps)
+        if self.a.plant and self.by_stage.get("build"):
+            entry = self.by_stage["build"][0]
+            got, run = self.trainer(entry, steps, env_extra={"RECLAUNCH_FAULT": "nan_loss:2"}, cap=180)
+            if got is not None:
+                self._built(entry, got, run, steps, planted=True)
+
+    def _built(self, entry, got, run, steps, planted=False) -> None:
+        done = kv(first(run.text, "done ") or "")
+        loss = float(done.get("final_loss", "nan")) if done.get("final_loss") not in (None, "None") else math.nan
+        ok = got["exit"] == 0 and done.get("steps") == str(steps) and finite(loss)
+        self.check("build", entry["model"], ok, f"exit={got['exit']} steps={done.get('steps')} final_loss={loss:.4g} "
+                   f"in {got['seconds']}s" + (" (timed out)" if got["timed_out"] else ""), planted,
+                   id=entry["id"], seconds=got["seconds"], tail=None if ok else run.lines[-6:])
+
+    # ---------------------------------------------------------------- 2. checkpoint / SIGTERM
+    def checkpoint(self) -> None:
+        for entry in self.by_stage.get("checkpoint", [])[:1]:
+            self._sigterm(entry, planted=False)
+            if self.a.plant:
+                self._sigterm(entry, planted=True)
+
+    def _sigterm(self, entry: dict, planted: bool) -> None:
+        """SIGTERM to torchrun (the container's PID 1 in a pod) once training runs, with
+        DataLoader workers; planted: torchrun kills the trainer 1 s later, before its 4 s save."""
+        ck = self.tmp / f"ckpt-{'planted' if planted else 'sigterm'}"
+        sent = []
+
+        def on_line(line, run):
+            if not sent and line.startswith("step=") and int(kv(line).get("step", 0)) >= 4:
+                os.kill(run.proc.pid, signal.SIGTERM)
+                sent.append(time.monotonic())
+        fault = {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "1", "RECLAUNCH_FAULT": "slow_save:4"} if planted else {}
+        got, run = self.trainer(entry, 100000, ["--checkpoint-dir", str(ck), "--num-workers", "2", "--log-every", "2"],
+                                env_extra=fault, torchrun=True, on_line=on_line, cap=240)
+        if got is None:
+            return
+        stop = kv(first(run.text, "info sigterm step=") or "")
+        step = int(stop["step"]) if stop.get("step", "").isdigit() else None
+        saved = kv(first(run.text, f"info checkpoint step={step} ") or "") if step else {}
+        on_disk = step is not None and (ck / f"ckpt-{step:010d}.pt").exists()
+        ok = bool(sent) and step is not None and on_disk and "killed by signal" not in run.text
+        self.check("checkpoint", "SIGTERM to torchrun saves, workers=2", ok,
+                   f"signalled={bool(sent)} stopped_at={step} saved={on_disk} save_s={saved.get('seconds')} "
+                   f"bytes={saved.get('bytes')} exit={got['exit']}", planted, id=entry["id"],
+                   save_seconds=float(saved["seconds"]) if "seconds" in saved else None,
+                   save_bytes=int(saved["bytes"]) if "bytes" in saved else None,
+                   tail=None if ok else run.lines[-8:])
+        if planted or not ok:
+            return
+        got, run = self.trainer(entry, step + 4, ["--checkpoint-dir", str(ck)], cap=180)
+        if got is not None:
+            self.check("checkpoint", "resume from the SIGTERM checkpoint",
+                       got["exit"] == 0 and f"resumed_from_step={step}" in run.text,
+                       f"exit={got['exit']} resumed={f'resumed_from_step={step}' in run.text}", id=entry["id"])
+
+    # ---------------------------------------------------------------- 3. precision
+    def precision(self) -> None:
+        steps = 40 if self.cuda else 8
+        rates = {}
+        for entry in self.by_stage.get("precision", []):
+            got, run = self.trainer(entry, steps, cap=150)
+            if got is not None:
+                rates[entry["precision"]] = self._precise(entry, got, run)
+        tolerance = 0.95 if self.cuda else 0.5      # CPU: both run fp32; only noise differs
+        planted_rate = None
+        if self.a.plant and "bf16" in rates:
+            entry = next(e for e in self.by_stage["precision"] if e["precision"] == "bf16")
+            got, run = self.trainer(entry, steps, env_extra={"RECLAUNCH_FAULT": "slow_data:0.3,nan_loss:3"}, cap=150)
+            if got is not None:
+                planted_rate = self._precise(entry, got, run, planted=True)
+        for rate, planted in ((rates.get("bf16"), False), (planted_rate, True)):
+            if rate is not None and rates.get("fp32"):
+                self.check("precision", "bf16 not slower than fp32", rate >= tolerance * rates["fp32"],
+                           f"bf16 {rate:.0f}/s vs fp32 {rates['fp32']:.0f}/s (tolerance {tolerance})", planted)
+
+    def _precise(self, entry, got, run, planted=False) -> float | None:
+        state = (first(run.text, "info precision_state ") or "").replace("info precision_state ", "")
+        want = STATE.get((self.device, entry["precision"] if self.cuda else None), "")
+        if planted and not self.cuda:     # CPU runs fp32 whatever is asked: plant the CUDA expectation
+            want = STATE[("cuda", "bf16")]
+        self.check("precision", f"{entry['precision']}: the forward's state", state.startswith(want) and bool(want),
+                   f"saw '{state}' want '{want}'", planted, id=entry["id"])
+        ms = metrics(run.text)
+        losses = [m.get("loss") for m in ms]
+        self.check("precision", f"{entry['precision']}: finite loss",
+                   got["exit"] == 0 and bool(losses) and all(finite(x) for x in losses),
+                   f"exit={got['exit']} losses={[round(x, 4) if finite(x) else x for x in losses]}", planted,
+                   id=entry["id"])
+        steady = ms[1:] or ms
+        return statistics.mean(m["samples_per_s"] for m in steady) if steady else None
+
+    # ---------------------------------------------------------------- 4. throughput
+    def throughput(self) -> None:
+        steps = 60 if self.cuda else 12
+        for entry in self.by_stage.get("throughput", []):
+            got, run = self.trainer(entry, steps, cap=150)
+            if got is not None:
+                self._measure(entry, got, run)
+        if self.a.plant and self.by_stage.get("throughput"):
+            entry = self.by_stage["throughput"][0]      # the trainer runs another batch than planned
+            got, run = self.trainer(entry, steps, ["--batch-size", str(entry["batch"] * 2)], cap=150)
+            if got is not None:
+                self._measure(entry, got, run, planted=True)
+
+    def _measure(self, entry, got, run, planted=False) -> None:
+        res, plan = got.get("result") or {}, entry["plan"]
+        same = {"model": entry["model"], "engine": "ddp", "world_size": plan["world_size"],
+                "global_batch": entry["batch"]}
+        differ = {k: (res.get(k), v) for k, v in same.items() if res.get(k) != v}
+        self.check("throughput", f"{entry['model']}: runs what was planned", got["exit"] == 0 and not differ,
+                   f"exit={got['exit']} differs={differ or 'nothing'}", planted, id=entry["id"])
+        steady = metrics(run.text)[1:]
+        if planted or len(steady) < 2:
+            if not planted:
+                self.check("throughput", f"{entry['model']}: steady windows", False, f"{len(steady)} after warm-up",
+                           id=entry["id"])
+            return
+        rates = [m["samples_per_s"] for m in steady]
+        parts = {k: statistics.mean(m[k] for m in steady) * 1e3 for k in ("step_s", *PARTS)}   # means add up
+        adds = sum(parts[k] for k in PARTS)
+        self.check("throughput", f"{entry['model']}: parts add up to the step", abs(adds - parts["step_s"])
+                   <= 0.15 * parts["step_s"] + 0.5, f"{adds:.2f} ms of {parts['step_s']:.2f} ms", id=entry["id"])
+        measured = {"step_s": parts["step_s"], **{k: sum(parts[p] for p in ps) for k, ps in TERMS.items()}}
+        planned = {"step_s": plan["step_ms"]["total"],
+                   **{k: sum(plan["step_ms"].get(t) or 0.0 for t in ts) for k, ts in PLANNED.items()}}
+        loader = self._loader(entry)
+        peak = max((m.get("peak_mem_bytes") or 0) for m in steady) / 2 ** 30
+        mean = statistics.mean(rates)
+        row = self.rows.add({
+            "kind": "throughput", "id": entry["id"], "model": entry["model"], "batch": entry["batch"],
+            "precision": entry["precision"], "device": self.device, "measured_samples_per_s": mean,
+            "planned_samples_per_s": plan["samples_per_s"], "ratio": mean / plan["samples_per_s"],
+            "windows": len(rates), "spread": (max(rates) - min(rates)) / statistics.median(rates),
+            "min_median_max": [min(rates), statistics.median(rates), max(rates)],
+            "measured_ms": measured, "planned_ms": planned, "measured_parts_ms": parts,
+            "planned_terms_ms": plan["step_ms"], "loader_only_samples_per_s": loader,
+            "peak_mem_gib": peak, "planned_mem_gib": plan["memory_gib"], "clocks": clocks() if self.cuda else None,
+            "workers": int(entry["env"].get("RECLAUNCH_NUM_WORKERS", 0)) if self.cuda else 0})
+        print(f"{'':26} {'':10} {entry['id']}: {mean:,.0f}/s measured, {plan['samples_per_s']:,.0f}/s planned "
+              f"(x{row['ratio']:.2f}); loader alone {loader or 0:,.0f}/s; spread {row['spread']:.1%} over "
+              f"{len(rates)} windows; peak {peak:.1f} GiB vs planned {plan['memory_gib']['total']:.1f} GiB", flush=True)
+        for k in measured:
+            print(f"{'':40}{k:12} measured {measured[k]:9.3f} ms   planned {planned[k]:9.3f} ms", flush=True)
+        print(f"{'':40}{'parts':12} " + " ".join(f"{k}={v:.3f}" for k, v in parts.items() if k != "step_s")
+              + " | plan " + " ".join(f"{k}={v:.3f}" for k, v in plan["step_ms"].items() if v is not None),
+              flush=True)
+
+    def _loader(self, entry) -> float | None:
+        """The loader alone, as the run had it (same source, transform, workers): its ceiling."""
+        timeout = self.deadline.budget(60.0, 5.0)
+        if timeout is None:
+            return None
+        spec = self.tmp / f"loader-{entry['id']}.json"
+        spec.write_text(json.dumps(entry))
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **({} if self.cuda else {"CUDA_VISIBLE_DEVICES": ""})}
+        run = Run([sys.executable, __file__, "--loader-only", str(spec), *(["--cpu-smoke"] if not self.cuda else [])],
+                  env, self.tmp / f"loader-{entry['id']}.log", ROOT)
+        run.watch(timeout)
+        doc = first(run.text, "{")
+        return json.loads(doc)["samples_per_s"] if doc else None
 
 
-class Report:
-    def __init__(self):
-        self.rows, self.checks, self.lines = [], [], []
+def loader_only(path: str, smoke: bool) -> int:
+    """In a child of the check: batches/s of the run's DataLoader with nothing consuming them."""
+    sys.path.insert(0, str(ROOT / "examples" / "trainer"))
+    import torch
 
-    def say(self, text: str) -> None:
-        print(text, flush=True)
-        self.lines.append(text)
+    import data
+    import sharding
 
-    def check(self, name: str, ok: bool, detail: str) -> None:
-        self.checks.append({"check": name, "ok": ok, "detail": detail})
-        self.say(f"{'PASS' if ok else 'FAIL'} {name}: {detail}")
-
-
-def measured(out: str) -> tuple[float | None, dict]:
-    """Steady-state samples/s: the logging windows after the first (warm-up), and their parts."""
-    ms = [m for m in metrics_of(out) if not m.get("final") and m.get("rank") == 0]
-    steady = ms[1:] or ms
-    if not steady:
-        return None, {}
-    rate = sum(m["samples_per_s"] for m in steady) / len(steady)
-    parts = {k: round(sum(m[k] for m in steady) / len(steady) * 1e3, 3)
-             for k in ("step_s", "data_wait_s", "fwd_bwd_s", "optimizer_s", "comm_s")}
-    return rate, parts
+    entry = json.loads(Path(path).read_text())
+    plan = sharding.parse(entry["env"]["RECLAUNCH_SHARDING"])
+    pooling = [max(1, int(round(t.pooling_factor))) for t in plan.pooled]
+    seqs = [(t.rows, max(1, int(round(t.pooling_factor)))) for t in plan.sequences]
+    source = data.make_source("synthetic", None, [t.rows for t in plan.pooled], entry["batch"], 1234, 0, 1,
+                              sequences=seqs)
+    transform = data.MultiHot([t.rows for t in plan.pooled], pooling) if any(p > 1 for p in pooling) else None
+    workers = 0 if smoke else int(entry["env"].get("RECLAUNCH_NUM_WORKERS", 0))
+    it = iter(data.loader(source, 0, workers, pin_memory=torch.cuda.is_available(), transform=transform))
+    n = 6 if smoke else 40
+    for _ in range(max(2, workers)):
+        next(it)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        next(it)
+    print(json.dumps({"samples_per_s": n * entry["batch"] / (time.perf_counter() - t0), "workers": workers}))
+    return 0
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cpu-smoke", action="store_true", help="tiny tables and steps on CPU (tests the script)")
-    ap.add_argument("--steps", type=int, default=None, help="steps per throughput run (default 120; smoke 6)")
-    ap.add_argument("--batches", default=None, help="two per-GPU batch sizes (default 2048,16384; smoke 64,128)")
-    ap.add_argument("--models", default="deepfm,dcnv2,dlrm,din")
-    ap.add_argument("--workers", type=int, default=None, help="DataLoader workers (default 6; smoke 0)")
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: throughput, precision, checkpoint")
+    ap.add_argument("--plans", default=str(PLANS), help="JSON from bench/gpu_check_plans.py (gpu_check.sh --prepare)")
+    ap.add_argument("--cpu-smoke", action="store_true", help="the same checks on CPU, tiny (what the suite runs)")
+    ap.add_argument("--deadline-seconds", type=float, default=None, help="the whole check's budget (default 420)")
+    ap.add_argument("--plant", action=argparse.BooleanOptionalAction, default=None,
+                    help="also run each check against a fault it must catch (default: on with --cpu-smoke)")
+    ap.add_argument("--stages", default="build,checkpoint,precision,throughput")
+    ap.add_argument("--loader-only", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.loader_only:
+        return loader_only(a.loader_only, a.cpu_smoke)
+    a.plant = a.cpu_smoke if a.plant is None else a.plant
+    try:
+        plans = json.loads(Path(a.plans).read_text())
+    except (OSError, ValueError) as exc:
+        print(f"error: no plans at {a.plans} ({type(exc).__name__}): run `bench/gpu_check.sh --prepare` where "
+              "reclaunch is installed and carry bench/prepared/ to this machine", file=sys.stderr)
+        return 2
+    if bool(plans.get("smoke")) != a.cpu_smoke:
+        print(f"error: {a.plans} holds the {'smoke' if plans.get('smoke') else 'GPU'} plans; this is a "
+              f"{'smoke' if a.cpu_smoke else 'GPU'} run", file=sys.stderr)
+        return 2
+    deadline = Deadline(a.deadline_seconds or 420.0)
+    # Ours and the runs' temporary files all go with this folder (TMPDIR for the runs). Short:
+    # DataLoader workers hand tensors over Unix sockets made in TMPDIR, whose paths end at 107 bytes.
+    base = tempfile.gettempdir()
+    tmp = Path(tempfile.mkdtemp(prefix="gpu_check.", dir=base if len(base) <= 40 else "/tmp"))
+    os.environ["TMPDIR"] = str(tmp)
+    try:
+        return _check(a, plans, deadline, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _check(a, plans: dict, deadline: Deadline, tmp: Path) -> int:
     import torch
 
-    smoke = a.cpu_smoke
-    cuda = torch.cuda.is_available() and not smoke
-    rep = Report()
-    if not cuda and not smoke:
-        rep.say("error: no CUDA device (torch.cuda.is_available() is False); --cpu-smoke runs the CPU path")
+    cuda = torch.cuda.is_available() and not a.cpu_smoke
+    if not cuda and not a.cpu_smoke:
+        print("error: no CUDA device (torch.cuda.is_available() is False); --cpu-smoke runs the CPU path",
+              file=sys.stderr)
         return 2
-    steps = a.steps or (6 if smoke else 120)
-    log_every = max(2, steps // 6)
-    batches = [int(x) for x in (a.batches or ("64,128" if smoke else "2048,16384")).split(",")]
-    workers = a.workers if a.workers is not None else (0 if smoke else 6)
-    cap, dim = (500, 8) if smoke else (2_000_000, None)
-    device = torch.cuda.get_device_name(0) if cuda else "cpu"
-    try:
-        import torchrec  # noqa: F401
-        have_torchrec = True
-    except Exception:
-        have_torchrec = False
-    rep.say(f"gpu_check {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} device={device} torch={torch.__version__} "
-            f"cuda={torch.version.cuda} torchrec={'yes' if have_torchrec else 'no'} smoke={smoke}")
-    smoke_env = {"CUDA_VISIBLE_DEVICES": ""} if smoke else {}
-    base = ["--steps", str(steps), "--log-every", str(log_every), "--num-workers", str(workers),
-            "--checkpoint-every-minutes", "0"]
-    tmp = Path(tempfile.mkdtemp(prefix="gpu_check."))
-    models = a.models.split(",")
-    engines = ["ddp"] + (["torchrec"] if have_torchrec else [])
-
-    def one(model, batch, precision, engine, extra=(), env_extra=None, **kw):
-        doc = spec(model, batch, precision, cap, dim)
-        pred, env, note = plan_env(doc, tmp)
-        if not env:   # no reclaunch: the same tables from flags
-            ts = doc["model"]["tables"]
-            env = {"RECLAUNCH_MODEL": model, "RECLAUNCH_BATCH_SIZE": str(batch), "RECLAUNCH_PRECISION": precision,
-                   "RECLAUNCH_OPTIMIZER": "adagrad", "RECLAUNCH_TABLE_ROWS": ",".join(str(t["rows"]) for t in ts),
-                   "RECLAUNCH_POOLING": ",".join(str(t.get("pooling_factor", 1)) for t in ts),
-                   "RECLAUNCH_HISTORY_LENGTH": "50" if model == "din" else "0"}
-            if dim:
-                env["RECLAUNCH_EMBEDDING_DIM"] = str(dim)
-        env = {**env, **smoke_env, **(env_extra or {})}
-        code, out, secs = run_trainer([*base, "--engine", engine, *extra], env, 600 if cuda else 300, **kw)
-        return code, out, secs, pred, note
-
-    rep.say("\n== throughput: measured vs planned (samples/s per GPU) ==")
-    rep.say(f"{'engine':8} {'model':7} {'batch':>6} {'prec':5} {'measured':>11} {'planned':>11} {'ratio':>6}  "
-            f"step/data/fwdbwd/opt/comm ms  basis")
-    for engine in engines if "throughput" not in a.skip else []:
-        for model in models:
-            for batch in (batches if engine == "ddp" else batches[:1]):
-                code, out, secs, pred, note = one(model, batch, "bf16", engine)
-                rate, parts = measured(out)
-                ok = code == 0 and rate is not None
-                ratio = f"{rate / pred:.2f}" if ok and pred else "-"
-                rep.rows.append({"engine": engine, "model": model, "batch": batch, "precision": "bf16",
-                                 "measured_samples_per_s": rate, "predicted_samples_per_s": pred, "basis": note,
-                                 "parts_ms": parts, "exit": code, "device": device, "seconds": round(secs, 1)})
-                pm = "/".join(str(parts.get(k, "-")) for k in ("step_s", "data_wait_s", "fwd_bwd_s", "optimizer_s",
-                                                               "comm_s"))
-                rep.say(f"{engine:8} {model:7} {batch:>6} bf16  {rate or 0:>11.0f} {pred or 0:>11.0f} {ratio:>6}  "
-                        f"{pm}  {note}")
-                if not ok:
-                    rep.say("   trainer failed: " + " | ".join(out.strip().splitlines()[-3:]))
-
-    rep.say("\n== precision steps (dlrm, ddp) ==")
-    for prec in ("fp32", "tf32", "bf16", "fp16") if "precision" not in a.skip else ():
-        code, out, secs, _, _ = one("dlrm", batches[0], prec, "ddp")
-        rate, _ = measured(out)
-        desc = next((line for line in out.splitlines() if line.startswith("info engine=")), "")
-        rep.check(f"precision {prec}", code == 0 and f"precision={prec}" in desc,
-                  f"exit={code} samples/s={rate or 0:.0f} {desc.split('(ddp engine: every table replicated)')[-1].strip()}")
-    if have_torchrec and cuda:   # the refusal is CUDA's (CPU trains fp32 anyway)
-        code, out, _, _, _ = one("dlrm", batches[0], "fp16", "torchrec")
-        rep.check("torchrec refuses fp16", code != 0 and "fused embedding update" in out, f"exit={code}")
-
-    for engine in engines if "checkpoint" not in a.skip else []:
-        rep.say(f"\n== checkpoint, resume, SIGTERM ({engine}) ==")
-        ck = tmp / f"ckpt-{engine}"
-        ck_args = ["--checkpoint-dir", str(ck), "--checkpoint-every-steps", str(log_every)]
-        code, out, _, _, _ = one("deepfm", batches[0], "bf16", engine, extra=ck_args)
-        saved = [line for line in out.splitlines() if line.startswith("info checkpoint ")]
-        rep.check(f"{engine} periodic checkpoints", code == 0 and len(saved) >= 2, f"exit={code} saves={len(saved)}")
-        more = ["--steps", str(steps + 2 * log_every)]
-        code, out, _, _, _ = one("deepfm", batches[0], "bf16", engine, extra=[*ck_args, *more])
-        rep.check(f"{engine} resume", code == 0 and f"resumed_from_step={steps}" in out, f"exit={code}")
-        ck2 = tmp / f"sigterm-{engine}"
-        long = ["--steps", "100000", "--checkpoint-dir", str(ck2)]
-        code, out, secs, _, _ = one("deepfm", batches[0], "bf16", engine, extra=long, sigterm_after_step=log_every)
-        stopped = next((line for line in out.splitlines() if line.startswith("info sigterm step=")), "")
-        rep.check(f"{engine} SIGTERM saves and exits 143", code == 143 and bool(stopped), f"exit={code} {stopped}")
-        if stopped:
-            at = stopped.split()[2].split("=")[1]
-            code, out, _, _, _ = one("deepfm", batches[0], "bf16", engine,
-                                     extra=["--steps", str(int(at) + log_every), "--checkpoint-dir", str(ck2)])
-            rep.check(f"{engine} resume after SIGTERM", code == 0 and f"resumed_from_step={at}" in out, f"exit={code}")
-
-    failed = [c for c in rep.checks if not c["ok"]] + [r for r in rep.rows if r["exit"] != 0]
-    rep.say(f"\nsummary: {len(rep.rows)} throughput runs, {len(rep.checks)} checks, {len(failed)} failed")
-    out_dir = os.environ.get("OUT")
-    if out_dir:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        Path(out_dir, "gpu_check.json").write_text(json.dumps({"rows": rep.rows, "checks": rep.checks}, indent=1))
-        Path(out_dir, "gpu_check.txt").write_text("\n".join(rep.lines) + "\n")
-    return 1 if failed else 0
+    out = Path(os.environ.get("OUT") or ROOT / "bench" / "out")
+    rows = Rows(out / "gpu_check.jsonl")
+    rows.add({"kind": "start", "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+              "torch": torch.__version__, "cuda": torch.version.cuda, "smoke": a.cpu_smoke, "plant": a.plant,
+              "deadline_s": round(deadline.left(), 1), "plans_commit": plans.get("commit"),
+              "plans_made_at": plans.get("made_at"), "machine": plans.get("machine"),
+              "clocks": clocks() if cuda else None})
+    check = Check(a, plans, rows, deadline, tmp, cuda)
+    for stage in a.stages.split(","):
+        getattr(check, stage.strip())()
+    checks = [r for r in rows.rows if r["kind"] == "check"]
+    bad = [r for r in checks if not r["as_expected"]]
+    skipped = [r for r in rows.rows if r["kind"] == "skipped"]
+    rows.add({"kind": "summary", "checks": len(checks), "not_as_expected": len(bad), "skipped": len(skipped),
+              "throughput_rows": sum(r["kind"] == "throughput" for r in rows.rows),
+              "elapsed_s": round((a.deadline_seconds or 420.0) - deadline.left(), 1)})
+    print(f"summary: {len(checks)} checks, {len(bad)} not as expected, {len(skipped)} runs skipped "
+          f"(deadline); rows in {rows.path}", flush=True)
+    return 1 if bad or skipped else 0
 
 
 if __name__ == "__main__":

@@ -103,6 +103,13 @@ def load(path: str, map_location: Any = "cpu") -> dict[str, Any]:
     return torch.load(io.BytesIO(payload), map_location=map_location, weights_only=True)
 
 
+def written_bytes(path: str) -> int:
+    if store.is_url(path):
+        fs, p = store.filesystem(path)
+        return int(fs.size(p))
+    return os.path.getsize(path)
+
+
 def list_checkpoints(directory: str) -> list[tuple[int, str]]:
     """(step, path) of every final-named checkpoint, oldest first; tmp files never match."""
     if store.is_url(directory):

@@ -74,6 +74,8 @@ OPTIONS = [
     ("--qcomms", "RECLAUNCH_QCOMMS", str, "auto", "auto | off | fp16 | bf16: quantized embedding all-to-all (CUDA)"),
     ("--nccl-timeout-minutes", "RECLAUNCH_NCCL_TIMEOUT_MINUTES", float, 10.0, "collective timeout"),
     ("--checkpoint-async", "RECLAUNCH_CHECKPOINT_ASYNC", _bool, True, "periodic DCP saves in the background"),
+    ("--reclaim-notice-seconds", "RECLAUNCH_RECLAIM_NOTICE_SECONDS", float, 0.0,
+     "the spot reclaim notice: a save slower than this is a warning (0 = not spot / unknown)"),
 ]
 
 

@@ -277,8 +277,37 @@ class BatchStream(torch.utils.data.IterableDataset):
             k += n
 
 
+def ignore_stop_signals(_worker_id: int = 0) -> None:
+    """DataLoader worker_init_fn: the workers outlive SIGTERM and SIGINT, not the trainer.
+
+    A pod's stop reaches every process of the trainer's process group at once: the kubelet
+    signals the container's PID 1 (torchrun), and torchrun sends SIGTERM to each worker's
+    process group (torch/distributed/elastic/multiprocessing/subprocess_handler: os.killpg),
+    DataLoader workers included. A worker that dies of it (torch's own worker SIGTERM handler
+    re-raises it) makes the next batch fail, and the trainer died without its checkpoint. So
+    the workers ignore the stop; the trainer finishes its step, saves and exits, and its
+    DataLoader then shuts them down. Because the DataLoader's last resort (terminate(), a
+    SIGTERM) no longer works, the kernel ends a worker when the trainer is gone, whatever the
+    worker is doing (Linux PR_SET_PDEATHSIG, SIGKILL). Runs after torch installs its worker
+    handlers (torch/utils/data/_utils/worker.py), so it wins."""
+    import ctypes
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)       # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):                      # not Linux: torch's watchdog only
+        return
+    if os.getppid() != parent:                             # the trainer died before the prctl
+        os._exit(0)
+
+
 def loader(source, start: int, num_workers: int = 0, pin_memory: bool = False, transform=None):
     return torch.utils.data.DataLoader(BatchStream(source, start, transform), batch_size=None,
                                        num_workers=num_workers, pin_memory=pin_memory,
                                        persistent_workers=False,
-                                       prefetch_factor=4 if num_workers else None)
+                                       prefetch_factor=4 if num_workers else None,
+                                       worker_init_fn=ignore_stop_signals if num_workers else None)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import posixpath
 import re
 import shutil
 
@@ -79,7 +80,7 @@ def wait_pending() -> None:
 def _commit(directory: str, tmp: str, final: str, step: int, meta: dict, keep: int) -> None:
     if store.is_url(directory):   # tmp == final: the marker, written last, makes it visible
         fs, path = store.filesystem(final)
-        store.write_marker(fs, path, META, {**meta, "step": step, "files": store.sizes(fs, path, META)})
+        store.write_marker(fs, path, META, {**meta, "step": step, "files": store.objects(fs, path, META)})
         prune(directory, keep)
         return
     doc = {**meta, "step": step, "files": _sizes(tmp)}
@@ -151,6 +152,17 @@ def save(directory: str, step: int, state: dict, meta: dict, keep: int, is_main:
     return final
 
 
+def written_bytes(path: str) -> int:
+    """What a committed checkpoint holds, from its meta.json (one small read, no listing)."""
+    if store.is_url(path):
+        fs, p = store.filesystem(path)
+        doc = json.loads(fs.cat_file(posixpath.join(p, META)))
+    else:
+        with open(os.path.join(path, META)) as f:
+            doc = json.load(f)
+    return sum(store.file_size(v) for v in (doc.get("files") or {}).values())
+
+
 def list_checkpoints(directory: str) -> list[tuple[int, str]]:
     if store.is_url(directory):
         fs, path = store.filesystem(directory)
@@ -174,19 +186,19 @@ def verify(path: str) -> dict:
     return meta
 
 
-def latest(directory: str, is_main: bool, log=print) -> tuple[str, dict] | None:
-    """Rank 0 picks the newest checkpoint that verifies and tells the others (a broadcast,
-    so every rank loads the same one even if a newer one appears meanwhile)."""
-    found = None
+def candidates(directory: str, is_main: bool, log=print) -> list[tuple[str, dict]]:
+    """Every checkpoint that verifies, newest first: rank 0 picks them and tells the others (a
+    broadcast, so every rank tries the same ones in the same order even if a newer one appears
+    meanwhile). The caller loads the first and falls back to the next when a load fails."""
+    found: list[tuple[str, dict]] = []
     if is_main and store.is_url(directory):
-        found = _latest_in_bucket(directory, log)
+        found = _in_bucket(directory, log)
     elif is_main and directory:
         for tmp in (n for n in os.listdir(directory) if n.startswith(".step-")) if os.path.isdir(directory) else ():
             shutil.rmtree(os.path.join(directory, tmp), ignore_errors=True)   # a killed writer's leftovers
         for _, path in reversed(list_checkpoints(directory)):
             try:
-                found = (path, verify(path))
-                break
+                found.append((path, verify(path)))
             except Exception as exc:  # corrupt, partial, unreadable: fall back to an older one
                 log(f"warn skipping_checkpoint={path} reason={type(exc).__name__}:{exc}")
     if dist.is_initialized():
@@ -196,20 +208,19 @@ def latest(directory: str, is_main: bool, log=print) -> tuple[str, dict] | None:
     return found
 
 
-def _latest_in_bucket(directory: str, log) -> tuple[str, dict] | None:
-    """Newest step whose marker verifies; steps without one are a killed writer's torn
-    uploads (no writer runs while the job restores) and are deleted."""
-    found = None
+def _in_bucket(directory: str, log) -> list[tuple[str, dict]]:
+    """Steps whose marker verifies (sizes and digests), newest first; the others are a killed
+    writer's torn uploads or objects rewritten since (no writer runs while the job restores):
+    never resumed from, and deleted."""
+    found = []
     for _, path in reversed(list_checkpoints(directory)):
         try:
-            meta = verify(path)
-        except Exception as exc:  # no marker, sizes differ, unreadable: never resumed from
-            log(f"warn skipping_checkpoint={path} reason={type(exc).__name__}:{str(exc)[:160]}")
+            found.append((path, verify(path)))
+        except Exception as exc:  # no marker, sizes or digests differ, unreadable
+            log(f"warn skipping_checkpoint={path} reason={type(exc).__name__}:{str(exc)[:200]}")
             if isinstance(exc, (FileNotFoundError, ValueError)):   # torn, not merely unreachable
                 fs, p = store.filesystem(path)
                 store.remove(fs, p, META)
-            continue
-        found = found or (path, meta)
     return found
 
 

@@ -62,6 +62,7 @@ class DDPEngine:
         self.autocast, self.scaler = self.prec.autocast, self.prec.scaler
         self.sequence = args.model == "din"
         self._micro = 0
+        self.precision_state = None      # precision.observe() of the first forward
 
     def transform(self):
         """Runs in the DataLoader workers: multi-hot ids for the pooled tables."""
@@ -87,6 +88,8 @@ class DDPEngine:
         with (contextlib.nullcontext() if sync else self.model.no_sync()):
             with self.autocast():
                 logits = self.model(dense, sparse, *batch[3:])
+                if self.precision_state is None:
+                    self.precision_state = precision.observe(logits, self.d.device.type)
             loss = F.binary_cross_entropy_with_logits(logits.float(), labels) / self.args.grad_accum
             if loss_hook:
                 loss = loss_hook(loss)
@@ -117,6 +120,9 @@ class DDPEngine:
     def finish(self) -> None:
         pass
 
+    def checkpoint_bytes(self, path: str) -> int:
+        return checkpoint.written_bytes(path)
+
     def save(self, directory: str, step: int, meta: dict, keep: int, background: bool = False) -> str | None:
         """background: ignored -- one rank writes one file (checkpoint.py), no sharded async save."""
         path = None
@@ -129,23 +135,54 @@ class DDPEngine:
         return path
 
     def restore(self, directory: str, fingerprint: dict) -> tuple[int, dict, str | None]:
-        """Rank 0 loads the newest valid checkpoint and ships it: ranks need not share a filesystem."""
+        """Rank 0 loads the newest valid checkpoint and ships it: ranks need not share a
+        filesystem. Only the small part travels pickled (step, config, extras, and a list of
+        the optimizer state's tensors); the tensors go by broadcast, in place, as the weights
+        do when DDP wraps the module (wrap(), after this). Pickling the whole state through
+        broadcast_object_list would copy gigabytes through host memory for large tables."""
         if self.d.is_main:
             checkpoint.remove_stale_tmp(directory)
         found = checkpoint.latest_valid(directory, log=self.log) if self.d.is_main else None
-        state = found[2] if found else None
+        head = None if found is None else {
+            "path": found[1], **{k: v for k, v in found[2].items() if k not in ("model", "optimizer")}}
         if self.ddp:
-            box = [state]
+            box = [head]
             dist.broadcast_object_list(box, src=0)
-            state = box[0]
-        if state is None:
+            head = box[0]
+        if head is None:
             return 0, {}, None
-        if state.get("config") != fingerprint:
-            raise SystemExit(f"checkpoint in {directory} was written for {state.get('config')}, "
+        if head.get("config") != fingerprint:
+            raise SystemExit(f"checkpoint in {directory} was written for {head.get('config')}, "
                              f"not {fingerprint}: use a fresh CHECKPOINT_DIR")
-        self.module.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        return int(state["step"]), state.get("extras", {}), found[1] if found else "(from rank 0)"
+        if self.d.is_main:
+            self.module.load_state_dict(found[2]["model"])
+            self.optimizer.load_state_dict(found[2]["optimizer"])
+        if self.ddp:
+            self._share_optimizer_state()
+        return int(head["step"]), head.get("extras", {}), head["path"] if self.d.is_main else "(from rank 0)"
+
+    def _share_optimizer_state(self) -> None:
+        """Rank 0's optimizer state on every rank: a list of (param, key, shape, dtype, where)
+        and the plain numbers pickled, each tensor broadcast on the training device."""
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        layout = None
+        if self.d.is_main:
+            layout = [(i, k, (tuple(v.shape), str(v.dtype).replace("torch.", ""), v.device.type)
+                       if torch.is_tensor(v) else v)
+                      for i, p in enumerate(params) for k, v in sorted(self.optimizer.state[p].items())]
+        box = [layout]
+        dist.broadcast_object_list(box, src=0)
+        for i, key, what in box[0]:
+            state = self.optimizer.state[params[i]]
+            if not isinstance(what, tuple):              # a plain number (Adam's step count)
+                state[key] = what
+                continue
+            shape, dtype, where = what
+            mine = state.get(key) if self.d.is_main else None
+            buf = mine.to(self.d.device) if mine is not None else torch.empty(
+                shape, dtype=getattr(torch, dtype), device=self.d.device)
+            dist.broadcast(buf, src=0)
+            state[key] = buf if where != "cpu" else buf.cpu()
 
     def checkpoint_meta(self) -> dict:
         return {}

@@ -17,6 +17,7 @@ import warnings
 
 import torch
 import torch.distributed as dist
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.optim import _apply_optimizer_in_backward
 from torchrec.distributed.embedding import EmbeddingCollectionSharder
 from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
@@ -34,6 +35,7 @@ import precision
 import rec_model
 import schedule
 import sharding
+import timing
 from metrics import CommClock
 from optim import DEFAULT_LR, RecsysOptimizer
 
@@ -158,7 +160,8 @@ class RecEngine:
                              f"--grad-accum {self.args.grad_accum} needs --pipeline off")
         cls = TrainPipelineBase if kind == "base" else TrainPipelineSparseDist
         self.pipeline_kind = cls.__name__
-        return cls(self.model, self.optimizer, self.d.device)
+        self.marked = timing.MarkedOptimizer(self.optimizer)   # the loop gives it its clock
+        return cls(self.model, self.marked, self.d.device)
 
     def table_ranks(self) -> dict[str, tuple[str, list[int]]]:
         """table -> (sharding type, ranks) as DMP actually sharded it (read back from its plan)."""
@@ -206,8 +209,24 @@ class RecEngine:
         loss, _, _ = self.pipeline.progress(batches)
         return loss
 
+    @property
+    def precision_state(self) -> str | None:
+        return self.train_module.precision_state
+
+    def optimizer_marks(self):
+        """(clock mark before, after) the optimizer step of the last pipeline step, or None."""
+        return self.marked.take()
+
     def set_lr(self, step: int) -> float:
-        return schedule.set_lr([self.optimizer], self.base_lr, step, self.args)
+        """The scheduled LR for optimizer step `step`, in force for this step's backward too.
+        The embedding rows are updated INSIDE backward by FBGEMM's TBE, which reads the LR its
+        fused optimizer last handed it (torchrec batched_embedding_kernel.py: the fused
+        optimizer's zero_grad() and step() call set_learning_rate); handing it over only in
+        the optimizer step after backward would apply each LR one step late, as the plain
+        loop did (TorchRec's train pipelines call zero_grad before forward, so they did not)."""
+        lr = schedule.set_lr([self.optimizer], self.base_lr, step, self.args)
+        self.model.fused_optimizer.zero_grad()     # only the TBEs' LR: their grads are fused away
+        return lr
 
     def dense_grad_norm(self) -> float | None:
         grads = [p.grad.detach().float().norm() for _, p in
@@ -229,24 +248,46 @@ class RecEngine:
     def finish(self) -> None:
         dcp_ckpt.wait_pending()
 
+    def checkpoint_bytes(self, path: str) -> int:
+        return dcp_ckpt.written_bytes(path)
+
     def restore(self, directory: str, fingerprint: dict) -> tuple[int, dict, str | None]:
-        found = dcp_ckpt.latest(directory, self.d.is_main, self.log)
-        if found is None:
+        """Load the newest checkpoint that verifies; one that verifies but cannot be loaded
+        (its content is not what DCP wrote: a forged or damaged shard whose sizes and digests
+        still match) is skipped with a warning for the next older one, on every rank alike
+        (dcp.load raises on all ranks when any rank's read fails)."""
+        found = dcp_ckpt.candidates(directory, self.d.is_main, self.log)
+        if not found:
             return 0, {}, None
-        path, meta = found
-        if meta.get("config") != fingerprint:
-            raise SystemExit(f"checkpoint {path} was written for {meta.get('config')}, not {fingerprint}: "
-                             "use a fresh CHECKPOINT_DIR")
-        saved = meta.get("sharding") or {}
-        now = {n: list(v) for n, v in self.table_ranks().items()}
-        if meta.get("world_size") != self.d.world_size and saved != now:
-            # DCP reshards ShardedTensors by their saved offsets; we still say so loudly.
-            self.log(f"info resharding world_size={meta.get('world_size')}->{self.d.world_size} "
-                     f"(DCP loads each table into its new placement)")
-        # Optimizer state is created lazily on the first step; DCP loads in place, so make it
-        # exist first: one step with zero gradients, as TorchRec's KeyedOptimizer.init_state,
-        # but only for parameters this rank holds (a table-wise table placed elsewhere is an
-        # empty tensor here; giving it state would clash with its owner's in the checkpoint).
+        for path, meta in found:
+            if meta.get("config") != fingerprint:
+                raise SystemExit(f"checkpoint {path} was written for {meta.get('config')}, not {fingerprint}: "
+                                 "use a fresh CHECKPOINT_DIR")
+        self._init_optimizer_state()
+        for i, (path, meta) in enumerate(found):
+            state = self.state()
+            try:
+                self._load(path, meta, state)
+            except SystemExit:
+                raise
+            except (Exception, CheckpointException) as exc:   # DCP's is a BaseException
+                if i + 1 == len(found):
+                    raise SystemExit(f"error: no checkpoint in {directory} could be loaded; the last, {path}: "
+                                     f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                                     ) from None
+                self.log(f"warn unloadable_checkpoint={path} reason={type(exc).__name__}:"
+                         f"{(str(exc).splitlines() or [''])[0][:200]} falling_back_to={found[i + 1][0]}")
+                continue
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optim"])
+            return int(meta["step"]), meta.get("extras", {}), path
+        return 0, {}, None   # pragma: no cover - the loop returns or raises
+
+    def _init_optimizer_state(self) -> None:
+        """Optimizer state is created lazily on the first step; DCP loads in place, so make it
+        exist first: one step with zero gradients, as TorchRec's KeyedOptimizer.init_state,
+        but only for parameters this rank holds (a table-wise table placed elsewhere is an
+        empty tensor here; giving it state would clash with its owner's in the checkpoint)."""
         for p in self.optimizer.params.values():
             if p.requires_grad and p.numel() > 0:
                 p.grad = torch.zeros_like(p)
@@ -254,18 +295,22 @@ class RecEngine:
         self.optimizer.zero_grad(set_to_none=True)
         for opt in self.row_sparse:      # zero gradients create no row-sparse state: make it
             opt.init_state()
-        state = self.state()
+
+    def _load(self, path: str, meta: dict, state: dict) -> None:
+        saved = meta.get("sharding") or {}
+        now = {n: list(v) for n, v in self.table_ranks().items()}
+        if meta.get("world_size") != self.d.world_size and saved != now:
+            # DCP reshards ShardedTensors by their saved offsets; we still say so loudly.
+            self.log(f"info resharding world_size={meta.get('world_size')}->{self.d.world_size} "
+                     f"(DCP loads each table into its new placement)")
         try:
             dcp_ckpt.load(path, state)
-        except Exception as exc:
+        except (Exception, CheckpointException) as exc:
             if meta.get("world_size") != self.d.world_size:
                 raise SystemExit(f"checkpoint {path} was written by {meta.get('world_size')} ranks and cannot be "
                                  f"resharded onto {self.d.world_size} ({type(exc).__name__}: {exc}); keep the "
                                  "world size fixed (the plan's elastic policy) or start a fresh CHECKPOINT_DIR")
             raise
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optim"])
-        return int(meta["step"]), meta.get("extras", {}), path
 
     def wrap(self) -> None:  # DMP wrapped the dense part in DDP at construction
         pass

@@ -231,6 +231,12 @@ class CommClock:
         return hook
 
 
+def short(text: str, limit: int = 200) -> str:
+    """The first line of an error, bounded: a log line, not a traceback."""
+    first = (str(text).strip().splitlines() or [""])[0]
+    return first if len(first) <= limit else first[:limit] + "..."
+
+
 def write_line(text: str) -> None:
     """One write() of the whole line: ranks sharing a pipe never interleave inside a line
     (POSIX makes pipe writes up to PIPE_BUF = 4096 bytes atomic)."""

@@ -1,11 +1,12 @@
 """Optimizers for recsys: dense math on the MLPs, row-sparse math on the embedding.
 
 A step touches only the embedding rows its batch looked up (a few thousand of ~10^5..10^9),
-so the embedding group updates just the rows whose (all-reduced) gradient is non-zero,
-like FBGEMM's fused sparse optimizers and torch.optim.SparseAdam. For SGD and Adagrad this
-is exactly the dense result, only cheaper; for Adam it is "lazy Adam" (moments of rows not
-seen this step are not decayed), the behaviour TorchRec/FBGEMM users expect. Gradients stay
-dense, so DDP all-reduces them on gloo and NCCL alike.
+so the embedding group changes just the rows whose (all-reduced) gradient is non-zero, like
+FBGEMM's fused sparse optimizers and torch.optim.SparseAdam. For SGD and Adagrad this is
+exactly the dense result; for Adam it is "lazy Adam" (moments of rows not seen this step are
+not decayed), the behaviour TorchRec/FBGEMM users expect. The rows are a mask on the device,
+never a list on the host (no sync per step). Gradients stay dense, so DDP all-reduces them on
+gloo and NCCL alike.
 """
 from __future__ import annotations
 
@@ -54,56 +55,52 @@ class RecsysOptimizer(torch.optim.Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                idx = None
-                grad = p.grad
+                grad, mask = p.grad, None
                 if group["rows"] and p.dim() == 2:
-                    idx = grad.ne(0).any(dim=1).nonzero().squeeze(1)
-                    if idx.numel() == 0:
-                        continue
-                    grad = grad.index_select(0, idx)
+                    # The rows the batch touched, as a device-side [rows, 1] mask. Selecting them
+                    # (nonzero + index_select) would make the host wait for the GPU on every
+                    # step for every table; a masked update over the table is one more pass of
+                    # elementwise work, the cost of the dense update TorchRec gives its own
+                    # data-parallel tables, and the stream keeps running (issue 39).
+                    mask = grad.ne(0).any(dim=1, keepdim=True)
                 if group.get("weight_decay"):   # L2 as torch.optim / FBGEMM: on the rows updated
-                    grad = grad.add(p if idx is None else p.index_select(0, idx), alpha=group["weight_decay"])
-                self._update(group, p, grad, idx)
+                    decay = p * group["weight_decay"]
+                    grad = grad.add(decay if mask is None else decay * mask)
+                self._update(group, p, grad, mask)
         return loss
 
-    def _update(self, group, p, grad, idx) -> None:
+    def _update(self, group, p, grad, mask) -> None:
         kind, lr, eps = group["kind"], group["lr"], group["eps"]
         state = self.state[p]
 
-        def rows(name: str, width: int | None = None) -> torch.Tensor:
-            """State tensor `name`, restricted to the updated rows (written back by _put)."""
+        def buf(name: str, width: int | None = None) -> torch.Tensor:
             if name not in state:
-                shape = (p.shape[0], width) if width else p.shape
-                state[name] = torch.zeros(shape, dtype=p.dtype, device=p.device)
-            return state[name] if idx is None else state[name].index_select(0, idx)
-
-        def put(name: str, value: torch.Tensor) -> None:
-            if idx is None:
-                state[name].copy_(value)
-            else:
-                state[name].index_copy_(0, idx, value)
+                state[name] = torch.zeros((p.shape[0], width) if width else p.shape, dtype=p.dtype,
+                                          device=p.device)
+            return state[name]
 
         if kind == "sgd":
-            delta = grad * lr
+            delta = grad * lr                    # untouched rows: zero gradient, zero step
         elif kind in ("adagrad", "rowwise_adagrad"):
             rowwise = kind == "rowwise_adagrad" and group["rowwise"] and p.dim() == 2
-            acc = rows("sum", 1 if rowwise else None)
-            acc = acc + (grad.pow(2).mean(dim=1, keepdim=True) if rowwise else grad * grad)
-            put("sum", acc)
+            acc = buf("sum", 1 if rowwise else None)
+            acc.add_(grad.pow(2).mean(dim=1, keepdim=True) if rowwise else grad * grad)
             delta = grad * lr / (acc.sqrt() + eps)
-        else:  # adam
+        else:  # adam; with a mask, "lazy": rows not touched keep their moments and weights
             b1, b2 = group["betas"]
             state["step"] = state.get("step", 0) + 1   # a tensor after init_state()
-            m = rows("exp_avg").mul_(b1).add_(grad, alpha=1 - b1)
-            v = rows("exp_avg_sq").mul_(b2).addcmul_(grad, grad, value=1 - b2)
-            put("exp_avg", m)
-            put("exp_avg_sq", v)
+            m, v = buf("exp_avg"), buf("exp_avg_sq")
+            if mask is None:
+                m.mul_(b1).add_(grad, alpha=1 - b1)
+                v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+            else:
+                m.copy_(torch.where(mask, m * b1 + grad * (1 - b1), m))
+                v.copy_(torch.where(mask, v * b2 + grad * grad * (1 - b2), v))
             t = float(state["step"])
             delta = (m / (1 - b1 ** t)) * lr / ((v / (1 - b2 ** t)).sqrt() + eps)
-        if idx is None:
-            p.sub_(delta)
-        else:
-            p.index_add_(0, idx, delta, alpha=-1)
+            if mask is not None:
+                delta = delta * mask
+        p.sub_(delta)
 
 
 def build_optimizer(name: str, model: nn.Module, lr: float | None = None, **kwargs) -> RecsysOptimizer:

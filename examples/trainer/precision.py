@@ -116,3 +116,14 @@ def sharder_kwargs(p: Precision, fused_extra: dict, nccl: bool) -> dict:
 def torchrec_data_type(table_dtype: str):
     from torchrec.modules.embedding_configs import DataType
     return {"fp32": DataType.FP32, "fp16": DataType.FP16, "bf16": DataType.BF16}[table_dtype]
+
+
+def observe(logits: torch.Tensor, device_type: str) -> str:
+    """What the forward really ran under, seen from inside it (not what was asked for): the
+    autocast state and the dtype the logits came out in, and the TF32 switches. The trainer
+    logs it once (`info precision_state ...`); bench/gpu_check.py asserts it."""
+    on = torch.is_autocast_enabled(device_type)
+    amp = str(torch.get_autocast_dtype(device_type)).replace("torch.", "") if on else "off"
+    return (f"autocast={amp} logits_dtype={str(logits.dtype).replace('torch.', '')} "
+            f"matmul_tf32={str(torch.backends.cuda.matmul.allow_tf32).lower()} "
+            f"cudnn_tf32={str(torch.backends.cudnn.allow_tf32).lower()}")

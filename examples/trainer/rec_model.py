@@ -12,17 +12,21 @@ looked up in the same table: DIN scores the candidate item against the items in 
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Sequence
 
 import torch
 from torch import nn
 from torchrec.models.dlrm import DLRM, DLRM_DCN
+from torchrec.modules.crossnet import CrossNet
 from torchrec.datasets.utils import Batch
 from torchrec.modules.embedding_configs import DataType, EmbeddingBagConfig, EmbeddingConfig, PoolingType
 from torchrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 import data as data_mod
+import precision
+from model import fm_term
 from sharding import TARGET_SUFFIX, Plan
 
 NUM_DENSE = 13
@@ -93,8 +97,7 @@ class DeepFM(nn.Module):
         pooled = self.sparse.ebc(kjt).values()                     # [B, n*D]
         b = dense.shape[0]
         v = torch.cat([pooled.view(b, -1, self.dim), self.dense_embed(dense).unsqueeze(1)], 1)  # [B, F, D]
-        s = v.sum(1)
-        fm = 0.5 * (s * s - (v * v).sum(1)).sum(1)
+        fm = fm_term(v)
         first = self.first(torch.cat([dense, pooled], 1)).squeeze(-1)
         return first + fm + self.deep(v.flatten(1)).squeeze(-1)
 
@@ -167,8 +170,16 @@ def build(name: str, plan: Plan, mlp_sizes: Sequence[int], bottom_mlp: Sequence[
         if name == "dlrm":
             return _Logit(DLRM(ebc, NUM_DENSE, bottom, over))
         width = (len(plan.tables) + 1) * d
-        return _Logit(DLRM_DCN(ebc, NUM_DENSE, bottom, over, dcn_num_layers=cross_layers,
-                               dcn_low_rank_dim=cross_rank if 0 < cross_rank < width else width))
+        low_rank = 0 < cross_rank < width
+        model = DLRM_DCN(ebc, NUM_DENSE, bottom, over, dcn_num_layers=cross_layers,
+                         dcn_low_rank_dim=cross_rank if low_rank else 1)
+        if not low_rank:
+            # DLRM_DCN always builds a LowRankCrossNet (torchrec/models/dlrm.py); "full rank"
+            # through it would be U V of rank = width, twice the FLOPs and parameters of one
+            # width x width matrix, and not what the plan costs (planner/memory.py "cross").
+            # TorchRec's own full-rank CrossNet takes its place (same x0 * (W x + b) + x).
+            model.inter_arch.crossnet = CrossNet(in_features=width, num_layers=cross_layers)
+        return _Logit(model)
     raise ValueError(f"unknown model {name!r}: expected one of {', '.join(MODELS)}")
 
 
@@ -231,13 +242,13 @@ class TrainModule(nn.Module):
         self.grad_accum = grad_accum
         self.autocast = autocast
         self.loss_hook = None
+        self.precision_state = None      # precision.observe() of the first forward
 
     def forward(self, batch: Batch):
-        if self.autocast is not None:
-            with self.autocast():
-                logits = self.model(batch.dense_features, batch.sparse_features)
-        else:
+        with self.autocast() if self.autocast is not None else contextlib.nullcontext():
             logits = self.model(batch.dense_features, batch.sparse_features)
+            if self.precision_state is None and isinstance(logits, torch.Tensor):   # not an fx trace
+                self.precision_state = precision.observe(logits, logits.device.type)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), batch.labels) / self.grad_accum
         if self.loss_hook is not None:
             loss = self.loss_hook(loss)

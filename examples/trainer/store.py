@@ -42,14 +42,34 @@ def join(url: str, *parts: str) -> str:
     return f"{scheme}://" + posixpath.join(rest.rstrip("/"), *parts)
 
 
-def sizes(fs, path: str, skip: str = "") -> dict[str, int]:
-    """{relative name: bytes} of every object under path (recursively), minus `skip`."""
+# The store's own digest of an object's content, as its listing reports it: GCS crc32c and
+# md5Hash; S3 ETag (the MD5 of a single PUT, the MD5 of the parts' MD5s for a multipart
+# upload); Azure Blob etag (a new one on every write). Recorded in the marker at commit and
+# compared on resume, it catches an object rewritten with the same size (issue 41 item 11)
+# for the price of the listing the size check makes anyway: nothing is read back.
+_DIGESTS = ("crc32c", "md5Hash", "ETag", "etag")
+
+
+def digest(info: dict) -> str | None:
+    for key in _DIGESTS:
+        if info.get(key):
+            return f"{key}:{str(info[key]).strip(chr(34))}"
+    return None
+
+
+def objects(fs, path: str, skip: str = "") -> dict[str, dict]:
+    """{relative name: {"size", "digest"}} of every object under path (recursively), minus `skip`."""
     out = {}
     for name, info in sorted(fs.find(path, detail=True).items()):
         rel = posixpath.relpath(name, path)
         if rel != skip and info.get("type") != "directory":
-            out[rel] = int(info.get("size") or 0)
+            out[rel] = {"size": int(info.get("size") or 0), "digest": digest(info)}
     return out
+
+
+def file_size(entry) -> int:
+    """A marker's file entry: {"size", "digest"}, or the bare size of markers written before."""
+    return int(entry["size"] if isinstance(entry, dict) else entry)
 
 
 def write_marker(fs, path: str, name: str, doc: dict) -> None:
@@ -58,12 +78,19 @@ def write_marker(fs, path: str, name: str, doc: dict) -> None:
 
 
 def read_marker(fs, path: str, name: str) -> dict:
-    """The marker if the objects under `path` are exactly the ones it lists; else raises."""
+    """The marker if the objects under `path` are exactly the ones it lists, with the sizes
+    and (where it recorded them) the digests it lists; else raises ValueError saying which."""
     fs.invalidate_cache(path)
     doc = json.loads(fs.cat_file(posixpath.join(path, name)))
     files = doc.get("files") or {}
-    if not files or sizes(fs, path, skip=name) != files:
+    now = objects(fs, path, skip=name)
+    if not files or set(now) != set(files) or any(file_size(files[n]) != now[n]["size"] for n in files):
         raise ValueError(f"{path}: objects differ from {name} (torn upload)")
+    changed = [n for n, e in files.items() if isinstance(e, dict) and e.get("digest")
+               and now[n]["digest"] is not None and now[n]["digest"] != e["digest"]]
+    if changed:
+        raise ValueError(f"{path}: content of {', '.join(changed[:3])} differs from the digest in {name} "
+                         "(rewritten after the checkpoint was committed)")
     return doc
 
 

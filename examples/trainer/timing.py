@@ -9,7 +9,9 @@ done, flags collective done) on the compute stream, and the window's events are 
 time the STREAM spent between two points: data_wait_s is the time the GPU sat idle waiting for
 the host to hand it the next batch (zero when the loader keeps up), comm_s the time the compute
 stream was blocked on a collective (CommClock records event pairs around TorchRec's awaitable
-waits and DDP's last bucket). On CPU everything is synchronous and perf_counter is the truth.
+waits and DDP's last bucket). In a TorchRec train pipeline the step is one call: marks around
+each loader fetch (TimedIter) and around the optimizer step (MarkedOptimizer) split it. On
+CPU everything is synchronous and perf_counter is the truth.
 """
 from __future__ import annotations
 
@@ -30,11 +32,13 @@ class StepClock:
         ev.record()
         return ev
 
-    def add(self, marks: tuple, host_wait: float, comm, wait_inside: bool = False) -> None:
-        """marks: (start, data ready, fwd/bwd done, optimizer done, end); comm: CommClock.take();
-        wait_inside: the host's batch wait happened between marks 1 and 2 (a train pipeline
-        fetches inside its step), so on CPU it is taken out of fwd_bwd_s."""
-        self.steps.append((marks, host_wait, comm, wait_inside))
+    def add(self, marks: tuple, data, comm, wait_inside: bool = False) -> None:
+        """marks: (start, data ready, fwd/bwd done, optimizer started... done, end) -- in a
+        train pipeline (start, step called, optimizer step begins, ends, end); data:
+        TimedIter.take() (host seconds on CPU, mark pairs around each fetch on CUDA);
+        comm: CommClock.take(); wait_inside: the fetch happened between marks 1 and 2 (a
+        pipeline fetches a batch ahead inside its step): it is data wait, not forward/backward."""
+        self.steps.append((marks, data, comm, wait_inside))
 
     @staticmethod
     def _el(a, b) -> float:
@@ -52,15 +56,81 @@ class StepClock:
         if self.cuda and self.steps:
             self.steps[-1][0][-1].synchronize()
         out = []
-        for (m0, m1, m2, m3, m4), host_wait, comm, inside in self.steps:
+        for (m0, m1, m2, m3, m4), data, comm, inside in self.steps:
             exposed = self._comm(comm)
-            fwd_bwd = self._el(m1, m2) - (host_wait if inside and not self.cuda else 0.0)
-            out.append({"step_s": self._el(m0, m4),
-                        "data_wait_s": self._el(m0, m1) if self.cuda else host_wait,
+            fetch = self._comm(data)       # seconds, or the stream's gaps around each fetch
+            wait = fetch if inside or not self.cuda else self._el(m0, m1)
+            fwd_bwd = self._el(m1, m2) - (fetch if inside else 0.0)
+            out.append({"step_s": self._el(m0, m4), "data_wait_s": wait,
                         "fwd_bwd_s": max(0.0, fwd_bwd - exposed), "optimizer_s": self._el(m2, m3),
-                        "comm_s": min(exposed, fwd_bwd) + self._el(m3, m4)})
+                        "comm_s": min(exposed, max(fwd_bwd, 0.0)) + self._el(m3, m4)})
         self.steps = []
         return out
+
+
+class TimedIter:
+    """The loader as an iterator, timed: on CPU the host time blocked in next(), on CUDA a
+    pair of marks around each fetch (the gap is how long the stream sat idle for want of a
+    batch: zero when the loader keeps ahead). `failed` keeps the error a failed fetch raised:
+    the loop tells a loader that died from a failure of the step itself. `slow`: the
+    slow_data drill (metrics.Fault)."""
+
+    def __init__(self, it, slow: float, clock: StepClock):
+        self.it, self.slow, self.clock, self.failed = it, slow, clock, None
+        self.wait, self.pairs = 0.0, []
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        t0 = time.perf_counter()
+        e0 = self.clock.mark() if self.clock.cuda else None
+        try:
+            batch = next(self.it)
+        except StopIteration:
+            raise
+        except Exception as exc:
+            self.failed = exc
+            raise
+        if self.slow:
+            time.sleep(self.slow)
+        self.wait += time.perf_counter() - t0
+        if e0 is not None:
+            self.pairs.append((e0, self.clock.mark()))
+        return batch
+
+    def take(self):
+        """-> this step's fetches (seconds, or mark pairs on CUDA); resets."""
+        out = self.pairs if self.clock.cuda else self.wait
+        self.wait, self.pairs = 0.0, []
+        return out
+
+
+class MarkedOptimizer:
+    """The optimizer a train pipeline steps, with a clock mark just before and after its
+    step(): the pipeline's step is one call (zero_grad, fetch, forward, backward, optimizer),
+    and without these marks the optimizer's time would land in forward/backward or, behind
+    DDP's last all-reduce, in communication. Everything else goes to the optimizer itself."""
+
+    def __init__(self, optimizer, clock: StepClock | None = None):
+        self.optimizer, self.clock, self.marks = optimizer, clock, None
+
+    def zero_grad(self, *args, **kwargs):
+        return self.optimizer.zero_grad(*args, **kwargs)
+
+    def step(self, *args, **kwargs):
+        before = self.clock.mark() if self.clock else None
+        out = self.optimizer.step(*args, **kwargs)
+        if self.clock:
+            self.marks = (before, self.clock.mark())
+        return out
+
+    def take(self):
+        marks, self.marks = self.marks, None
+        return marks
+
+    def __getattr__(self, name):
+        return getattr(self.optimizer, name)
 
 
 class LaggedFlags:

@@ -160,24 +160,6 @@ def _straggle(fault) -> None:
         time.sleep(fault.straggle)
 
 
-class TimedIter:
-    """The loader as an iterator that adds the host time blocked in next() to `wait`."""
-
-    def __init__(self, it, fault):
-        self.it, self.fault, self.wait = it, fault, 0.0
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        t0 = time.perf_counter()
-        batch = next(self.it)
-        if self.fault.slow_data:
-            time.sleep(self.fault.slow_data)
-        self.wait += time.perf_counter() - t0
-        return batch
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_config(argv)
     d = init_distributed(args.nccl_timeout_minutes)
@@ -206,9 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     sequences = [(t.rows, max(1, int(round(t.pooling_factor)))) for t in plan.sequences]
     source = data.make_source(args.dataset, args.data_dir, [t.rows for t in plan.pooled], args.batch_size,
                               args.seed, d.rank, d.world_size, sequences=sequences)
-    batches = TimedIter(iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
-                                         pin_memory=d.device.type == "cuda", transform=engine.transform())),
-                        fault)
+    clock = timing.StepClock(d.device)
+    batches = timing.TimedIter(iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
+                                                pin_memory=d.device.type == "cuda", transform=engine.transform())),
+                               fault.slow_data, clock)
     per_rank_step = args.batch_size * args.grad_accum
     samples_per_step = per_rank_step * d.world_size
     log(f"info model={args.model} world_size={d.world_size} device={d.device.type} "
@@ -226,21 +209,36 @@ def main(argv: list[str] | None = None) -> int:
     last_ckpt_time = t_window = t_start = time.monotonic()
     ckpt_seconds = args.checkpoint_every_minutes * 60.0
     window, run = metrics.Interval(), metrics.Interval()
-    clock = timing.StepClock(d.device)
     lagged = timing.LaggedFlags(d.device, d.world_size)
     nccl = metrics.NcclProbe(d.nccl_log)
     grad_norm = None
     pipeline = getattr(engine, "pipeline", None)
+    if pipeline is not None:
+        engine.marked.clock = clock
 
     def save(step: int, background: bool = False) -> None:
-        if args.checkpoint_dir:
-            if fault.slow_save:
-                time.sleep(fault.slow_save)
-            meta = {"config": fingerprint, "world_size": d.world_size, **engine.checkpoint_meta(),
-                    "extras": {"first_loss": first_loss, "final_loss": final_loss}}
-            path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints,
-                               **({"background": True} if background else {}))
-            log(f"info checkpoint step={step} path={path}{' async=true' if getattr(engine, 'saved_async', False) else ''}")
+        """Every save says how long the training stood still for it, and warns when it would
+        not fit in the spot reclaim notice (the SIGTERM save has that long, then SIGKILL)."""
+        if not args.checkpoint_dir:
+            return
+        t0 = time.monotonic()
+        if fault.slow_save:
+            time.sleep(fault.slow_save)
+        meta = {"config": fingerprint, "world_size": d.world_size, **engine.checkpoint_meta(),
+                "extras": {"first_loss": first_loss, "final_loss": final_loss}}
+        path = engine.save(args.checkpoint_dir, step, meta, args.keep_checkpoints,
+                           **({"background": True} if background else {}))
+        secs = time.monotonic() - t0
+        if getattr(engine, "saved_async", False):   # written behind the next steps: size unknown yet
+            log(f"info checkpoint step={step} path={path} seconds={secs:.2f} async=true")
+            return
+        size = engine.checkpoint_bytes(path) if d.is_main else None
+        log(f"info checkpoint step={step} path={path} seconds={secs:.2f}"
+            + (f" bytes={size} mb_per_s={size / 1e6 / max(secs, 1e-9):.3g}" if size else ""))
+        notice = args.reclaim_notice_seconds
+        if notice > 0 and secs > notice:
+            log(f"warn checkpoint_slower_than_notice seconds={secs:.1f} notice={notice:g}: a spot reclaim "
+                "would SIGKILL the SIGTERM save, and the job resume from the last periodic checkpoint")
 
     def summary(step: int, status: str) -> dict:
         elapsed = time.monotonic() - t_start
@@ -272,33 +270,47 @@ def main(argv: list[str] | None = None) -> int:
     engine.model.train()
     while step < args.steps:
         engine.set_lr(step + 1)
-        batches.wait = 0.0
         m0 = clock.mark()
         hook = fault.loss_hook(step + 1)
-        if pipeline is not None:
-            # zero_grad, forward, backward and the optimizer step all happen inside; the
-            # pipeline already holds the next batches (copied, input-dist started).
-            m1 = clock.mark()
-            _straggle(fault)
-            step_loss = engine.pipeline_step(batches, hook)
-            m2 = m3 = clock.mark()
-        else:
-            step_loss = torch.zeros((), device=d.device)
-            m1 = None
-            for i in range(args.grad_accum):
-                batch = engine.prepare(next(batches))
-                m1 = m1 or clock.mark()
-                if i == 0:
-                    _straggle(fault)
-                step_loss += engine.forward_backward(batch, hook)
-            m2 = clock.mark()
         logging = (step + 1) % args.log_every == 0 or step + 1 == args.steps
-        if logging:
-            grad_norm = engine.dense_grad_norm()
-        if pipeline is None:
-            engine.optimizer_step()
-            m3 = clock.mark()
+        try:
+            if pipeline is not None:
+                # zero_grad, the fetch of a batch two ahead, forward, backward and the
+                # optimizer step all happen inside; the loader wrapper marks the fetch and the
+                # optimizer wrapper its step (timing.MarkedOptimizer), so neither is counted
+                # as forward/backward or communication.
+                m1 = clock.mark()
+                _straggle(fault)
+                step_loss = engine.pipeline_step(batches, hook)
+                end = clock.mark()
+                m2, m3 = engine.optimizer_marks() or (end, end)
+            else:
+                step_loss = torch.zeros((), device=d.device)
+                m1 = None
+                for i in range(args.grad_accum):
+                    batch = engine.prepare(next(batches))
+                    m1 = m1 or clock.mark()
+                    if i == 0:
+                        _straggle(fault)
+                    step_loss += engine.forward_backward(batch, hook)
+                m2 = clock.mark()
+            if logging:
+                grad_norm = engine.dense_grad_norm()
+            if pipeline is None:
+                engine.optimizer_step()
+                m3 = clock.mark()
+        except Exception as exc:
+            # The loader died after a stop was asked for (a worker the stop reached first):
+            # the model is as the last finished step left it (both pipelines fetch before
+            # their forward), so that step is saved as a SIGTERM would save it.
+            if not (stop.set and batches.failed is not None):
+                raise
+            log(f"warn loader_failed_after_stop step={step} "
+                f"error={metrics.short(f'{type(exc).__name__}: {exc}')!r}")
+            return stop_now(step)
         step += 1
+        if step == start_step + 1:
+            log(f"info precision_state {engine.precision_state}")
 
         # One small collective per step: agreement on stop/checkpoint so every rank leaves
         # the loop at the same step (SIGTERM may reach ranks apart). Read one step late on
@@ -309,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         values = [float(stop.set), float(due)]
         agreed = lagged.push(values) if step < args.steps else (lagged.flush() or lagged.push(values))
         m4 = clock.mark()
-        clock.add((m0, m1, m2, m3, m4), batches.wait, engine.clock.take(m2), wait_inside=pipeline is not None)
+        clock.add((m0, m1, m2, m3, m4), batches.take(), engine.clock.take(m2), wait_inside=pipeline is not None)
         loss_window.append(step_loss.detach())
         if logging:
             losses = torch.stack(loss_window).float()

@@ -133,6 +133,8 @@ def job_env(plan: "Plan", *, local_root: str | Path | None = None,
         env["RECLAUNCH_HISTORY_LENGTH"] = str(model.history_length)
     if data_dir:
         env["DATA_DIR"] = data_dir
+    if notice := (getattr(plan, "constants", None) or {}).get("reclaim_notice_seconds"):
+        env["RECLAUNCH_RECLAIM_NOTICE_SECONDS"] = str(notice)   # the trainer warns on slower saves
     env.update({k: str(v) for k, v in (plan.nccl_env if nccl is None else nccl).items()})
     for k, v in job.env.items():   # a {secret, key} reference is no value: secrets.py renders it
         if hasattr(v, "secret"):

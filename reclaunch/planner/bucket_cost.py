@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from reclaunch.planner.constants import data_yaml
+from reclaunch.planner.constants import constants, data_yaml
 from reclaunch.planner.memory import dense_shape, fused_table_sizes, optimizer_state_bytes
 from reclaunch.spec.buckets import is_url
 
@@ -70,9 +70,19 @@ def checkpoint_cost(spec, cloud: str, nodes: int, world: int, hours: float) -> C
         source=f"{str(p['source']).strip()}; write rate: {str(d['write_source']).strip()}")
 
 
+def stall_hours(spec, cloud: str, nodes: int, world: int, train_hours: float) -> float:
+    """Hours the periodic saves stop training: the reference trainer saves synchronously
+    (TorchRec's ShardedTensor state cannot be staged for dcp.async_save, so its periodic DCP
+    saves block the step loop; the ddp engine writes one file from rank 0 behind a barrier),
+    one save every checkpoint.every_minutes of training. 0 where no write rate is known (a
+    file system: its rate is not modelled yet)."""
+    ck = checkpoint_cost(spec, cloud, nodes, world, train_hours)
+    return ck.checkpoints * ck.write_seconds / 3600.0 if ck is not None else 0.0
+
+
 def notice_warning(spec, cloud: str, ck: CheckpointCost) -> str | None:
     """A spot job whose SIGTERM save cannot finish within the cloud's reclaim notice."""
-    notice = data()["reclaim_notice_seconds"].get(cloud)
+    notice = constants()["spot"]["reclaim_notice_seconds"].get(cloud)   # the cloud's facts
     if not spec.spot.enabled or notice is None or ck.write_seconds <= notice:
         return None
     return (f"a checkpoint to {spec.job.checkpoint.path} takes ~{ck.write_seconds:.0f} s "

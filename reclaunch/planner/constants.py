@@ -22,11 +22,14 @@ def constants() -> dict[str, Any]:
 @lru_cache(maxsize=2)
 def _constants(generation: int) -> dict[str, Any]:
     """planner.yaml, with the per-cloud numbers taken from each cloud's facts (`planner`):
-    spot.reclaim_rate_per_node_hour, control_plane_usd_per_hour, storage pvc price."""
+    spot.reclaim_rate_per_node_hour and reclaim_notice_seconds (clouds that give one),
+    control_plane_usd_per_hour, storage pvc price."""
     c = data_yaml("planner.yaml")
     per = {f.name: f.planner for f in clouds.all_facts()}
     c["spot"]["reclaim_rate_per_node_hour"] = {
         k: v["reclaim_rate_per_node_hour"] for k, v in per.items()}
+    c["spot"]["reclaim_notice_seconds"] = {
+        k: v["reclaim_notice_seconds"] for k, v in per.items() if v.get("reclaim_notice_seconds")}
     c["spot"]["reclaim_band"] = {k: (v.get("reclaim_band"), dict(v.get("reclaim_by_instance") or {}))
                                  for k, v in per.items()}
     c["control_plane_usd_per_hour"] = {k: v["control_plane_usd_per_hour"] for k, v in per.items()}

@@ -189,6 +189,9 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     warnings.extend(evi.notes)
     samples = spec.job.dataset.samples * spec.job.dataset.epochs
     train_h = samples / thr / 3600.0
+    if is_url(spec.job.checkpoint.path):   # the synchronous periodic saves stop the steps
+        from reclaunch.planner.bucket_cost import stall_hours
+        train_h += stall_hours(spec, cloud, nodes, world, train_h)
     hours = train_h + evi.startup.seconds / 3600.0
     cost = costmod.job_cost(spec, offer, nodes, train_h, warnings,
                             startup=(evi.startup.billed_seconds / 3600.0, evi.startup.seconds / 3600.0))
@@ -231,6 +234,9 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
                     "storage": c["storage_source"],
                     "price": offer.source if offer is not None else None},
     }
+    notice = c["spot"]["reclaim_notice_seconds"].get(cloud) if spec.spot.enabled else None
+    if notice:   # what a reclaim leaves the SIGTERM checkpoint (the cloud's facts); the trainer warns past it
+        consts["reclaim_notice_seconds"] = notice
     if is_url(spec.job.checkpoint.path):   # checkpoints in a bucket (else bucket_cost is not imported)
         from reclaunch.planner.bucket_cost import checkpoint_cost, notice_warning as bucket_notice
         ck = checkpoint_cost(spec, cloud, nodes, world, hours)

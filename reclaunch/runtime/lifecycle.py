@@ -13,20 +13,19 @@ state machine with fakes. Cloud names appear nowhere here: that is `providers/`.
 from __future__ import annotations
 
 import dataclasses
-import sys
-import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 from reclaunch.runtime.budget import budget_problem, plan_extra, spend_so_far, usd_per_hour
 from reclaunch.runtime.measurements import measurement_key
 from reclaunch.runtime.policy import decide
 from reclaunch.errors import PlanError, ProviderError, UsageError
-from reclaunch.runtime.infra import Infra, InfraError
+from reclaunch.runtime.env import Env, Pacing  # noqa: F401  (tests and providers build them here)
+from reclaunch.runtime.infra import InfraError
 from reclaunch.runtime.journal import ClusterRecord, Journal
 from reclaunch.manifests.launch import Launch, build_launch
 from reclaunch.runtime.kube import job_state
-from reclaunch.runtime.states import JOB_STATES, JobStatus
+from reclaunch.runtime.states import JobStatus
+from reclaunch.runtime.status import _status_obj, logs, status  # noqa: F401  (the verbs read them here)
 from reclaunch.runtime.variants import variant  # noqa: F401  (up's fallback; kubecloud)
 from reclaunch.spec.buckets import created_bucket
 from reclaunch.tags import CLUSTER_TAG, PYTORCHJOB_API
@@ -34,44 +33,6 @@ from reclaunch.ui.lifecycle import engine_progress, show_fallback
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
-
-
-@dataclass(frozen=True)
-class Pacing:   # how often `up` and `down` look again (tests shorten these)
-    measure_every_polls: int = 10   # read the master's metrics every this many job polls
-    verify_attempts: int = 6        # teardown verification sweeps before it reports leftovers
-    verify_wait_s: float = 30.0     # between them: ENIs and disks go a little after the rest
-
-
-@dataclass
-class Env:
-    """What the lifecycle needs from the outside world."""
-
-    infra: Infra
-    kube_for: Callable[[dict[str, Any]], Any]               # stack outputs -> Kube-like
-    classify: Callable[[str], str | None] = lambda text: None  # error text -> capacity kind
-    fallback: Callable[["Plan", str], tuple[str, "Plan"] | None] = lambda plan, kind: None
-    stop_hint: Callable[[str], str] = lambda kind: "try another region or instance type"
-    verify: Callable[[ClusterRecord, bool], list[str]] = lambda rec, keep: []
-    clock: Callable[[], float] = time.time
-    sleep: Callable[[float], None] = time.sleep
-    console: Any = None
-    confirm: Callable[[str], bool] | None = None            # None: ask on the TTY
-    is_tty: Callable[[], bool] = lambda: sys.stdin.isatty()
-    after_step: Callable[[str], None] | None = None          # test hook: raise to "crash"
-    poll_seconds: float = 30.0
-    pacing: Pacing = field(default_factory=Pacing)
-    # plan -> schedulability rows; None: manifests.placement.for_plan (the stack's own pools)
-    schedule: Callable[["Plan"], list[dict[str, Any]]] | None = None
-    # What a person must do first (quotas, feature registrations, reservations bought): shown
-    # with the plan, before confirmation and before anything is created.
-    prerequisites: Callable[["Plan"], list[str]] = lambda plan: []
-
-    def out(self):
-        if self.console is None:
-            from reclaunch.ui.console import console
-            self.console = console(stderr=True)
-        return self.console
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -339,64 +300,3 @@ def down(name: str, env: Env, *, yes: bool = False, keep_storage: bool = False) 
     journal.write("down", "start")
     teardown(rec, env, journal, reason="reclaunch down", keep_storage=keep_storage)
     journal.write("down", "ok")
-
-
-# ---- status, logs -----------------------------------------------------------------------------
-
-def _status_obj(name: str, cloud: str, state: str, message: str = "", **kw: Any) -> JobStatus:
-    return JobStatus(name=name, cloud=cloud, state=state, message=message, **kw)
-
-
-def status(name: str, env: Env) -> "JobStatus":
-    journal = Journal(name, clock=env.clock)
-    rec = journal.record()
-    now = env.clock()
-    started = journal.first_time("start")
-    details: dict[str, Any] = {"journal": journal.explain(), "interrupted": journal.interrupted(),
-                               "region": rec.region, "usd_per_hour": rec.usd_per_hour}
-    kw = dict(started_at=started, elapsed_seconds=(now - started) if started else None,
-              spend_usd=spend_so_far(rec, journal, now), details=details)
-    last_destroy = journal.last("destroy")
-    if last_destroy and last_destroy["outcome"] == "ok" and not journal.done("provision"):
-        return _status_obj(name, rec.cloud, "Missing", "cluster destroyed: "
-                           + (last_destroy.get("message") or ""), **kw)
-    if not journal.done("provision"):
-        why, last = journal.interrupted(), journal.last("provision")
-        what = (f"interrupted during {why}" if why else f"provisioning failed: {last['error']}"
-                if last and last["outcome"] == "failed" else "not provisioned")
-        return _status_obj(name, rec.cloud, "Pending", f"{what}; rerun `reclaunch up` to resume "
-                           f"or `reclaunch down {name}` to remove what was created", **kw)
-    try:
-        kube = env.kube_for(env.infra.outputs(name))
-        job = kube.job(rec.namespace, rec.job_name, kind=rec.job_kind)
-        state = job_state(job)
-        kw["pods"] = kube.pods(rec.namespace, rec.job_name)
-        kw["nodes"] = kube.nodes(f"{CLUSTER_TAG}={name}") or kube.nodes()
-    except ProviderError as exc:
-        return _status_obj(name, rec.cloud, "Unknown", str(exc), **kw)
-    details["capacity"] = _by_capacity(kw["nodes"])
-    return _status_obj(name, rec.cloud, state, JOB_STATES[state].meaning, **kw)
-
-
-def _by_capacity(nodes: list[dict[str, Any]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for n in nodes:
-        out[n["capacity_type"]] = out.get(n["capacity_type"], 0) + 1
-    return out
-
-
-def logs(name: str, env: Env, *, rank: int | None = None, follow: bool = False) -> Iterator[str]:
-    """Log lines of the master (rank 0) or of node rank `rank`."""
-    journal = Journal(name, clock=env.clock)
-    rec = journal.record()
-    if not journal.done("provision"):   # nothing to ask for logs (and no Pulumi call for it)
-        raise ProviderError(f"{name} has no provisioned cluster to read logs from",
-                            hint=f"`reclaunch status {name}` says why")
-    kube = env.kube_for(env.infra.outputs(name))
-    pods = kube.pods(rec.namespace, rec.job_name)
-    want = 0 if rank is None else rank
-    pick = [p for p in pods if p["rank"] == want]
-    if not pick:
-        have = ", ".join(str(p["rank"]) for p in pods) or "none"
-        raise UsageError(f"{name}: no pod with rank {want} (ranks: {have})")
-    return kube.logs(rec.namespace, pick[0]["name"], follow=follow)

@@ -66,12 +66,9 @@ JobEnvValue = Annotated[Annotated[env_rules.SecretRef, Tag(env_rules.REF)]
                         Discriminator(env_rules.discriminate)]
 
 
-
-
 Int = Annotated[int, BeforeValidator(_signed(no_bool))]
 Float = Annotated[float, BeforeValidator(no_bool)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
-
 
 
 def _one_of(choices: Callable[[], tuple[str, ...]],
@@ -99,7 +96,6 @@ StorageKind = Literal[tuple(STORAGE_KINDS)]  # type: ignore[valid-type]  (facts.
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
 Preset = Literal["deepfm", "dcnv2", "din", "dlrm", "wide_deep", "custom"]
-
 
 
 # STRICT and NESTED (spec/config.py): NESTED not for the models with a default instance below

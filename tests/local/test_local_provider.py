@@ -68,13 +68,16 @@ def test_end_to_end_two_nodes_succeed_and_tear_down(home, provider, helpers):
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("node", [1, 0])
-def test_spot_reclaim_drill_resumes_from_checkpoint(home, provider, node, helpers):
+@pytest.mark.parametrize("node,workers", [(1, 1), (0, 0)])
+def test_spot_reclaim_drill_resumes_from_checkpoint(home, provider, node, workers, helpers):
+    """The drill signals as the kubelet does (the node's torchrun only, then KILL): with
+    DataLoader workers too, as every GPU plan has them, the SIGTERM checkpoint lands."""
     sys.path.insert(0, str(helpers.REPO / "examples" / "trainer"))
     import dcp_ckpt
 
-    spec = helpers.make_spec("drill", args=["--model", "deepfm", "--steps", "240", "--log-every", "10"],
-                     every_minutes=0.1)
+    spec = helpers.make_spec("drill", args=["--model", "deepfm", "--steps", "240", "--log-every", "10",
+                                            "--num-workers", str(workers)],
+                             every_minutes=0.1)
     provider.up(helpers.local_plan(spec), UpOptions(detach=True), cwd=str(helpers.REPO))
     wait_for(lambda: (provider.status("drill").details["progress"].get("step") or 0) >= 40, 150,
              "step 40")

@@ -39,7 +39,7 @@ def test_a_run_still_up_or_with_checkpoints_of_its_own_says_already_finished(tmp
         assert said is not None and "--fresh" in said.message
 
 
-def test_a_bucket_without_an_endpoint_says_to_set_the_endpoint(monkeypatch) -> None:
+def test_a_bucket_without_an_endpoint_says_to_set_the_endpoint(monkeypatch, tmp_path) -> None:
     pytest.importorskip("boto3")
     from reclaunch.providers.local import bucket
 
@@ -49,9 +49,10 @@ def test_a_bucket_without_an_endpoint_says_to_set_the_endpoint(monkeypatch) -> N
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     with pytest.raises(ProviderError) as info:      # the spec sets storage.kind: bucket
-        bucket.ensure("local-s3", {"bucket": "local-s3-ckpt", "prefix": "run-1", "created": True})
+        bucket.ensure("local-s3", {"bucket": "local-s3-ckpt", "prefix": "run-1", "create": True},
+                      tmp_path)
     text = f"{info.value} {info.value.hint}"
     assert "AWS_ENDPOINT_URL is not set" in text and "export AWS_ENDPOINT_URL=" in text
     assert "storage.kind" not in text
     # a bucket the user named (storage.kind none) may also be created by `up`: then it says so
-    assert "storage.kind: bucket" in bucket._fix({"created": False})
+    assert "storage.kind: bucket" in bucket._fix({"create": False})

@@ -56,3 +56,18 @@ def test_a_checkpoint_longer_than_the_spot_notice_is_a_warning():
     assert "120 s spot notice" in notice_warning(spec, "aws", slow)
     assert notice_warning(spec.model_copy(update={"spot": spec.spot.model_copy(update={"enabled": False})}),
                           "aws", slow) is None
+
+
+def test_the_synchronous_periodic_saves_lengthen_the_job():
+    """Issue 39: the reference trainer's periodic saves block the step loop (TorchRec's state
+    cannot be staged for dcp.async_save): every save's write time is training time lost."""
+    from reclaunch.planner.bucket_cost import stall_hours
+
+    spec = load_spec(EXAMPLES / "aws-spot-bucket.yaml")
+    plan = make_plan(spec)
+    samples = spec.job.dataset.samples * spec.job.dataset.epochs
+    compute_h = samples / plan.throughput_samples_per_second / 3600.0
+    ck = checkpoint_cost(spec, "aws", plan.nodes, plan.world_size, compute_h)
+    stall = stall_hours(spec, "aws", plan.nodes, plan.world_size, compute_h)
+    assert ck.checkpoints >= 1 and stall > 0 and stall == pytest.approx(ck.checkpoints * ck.write_seconds / 3600.0)
+    assert plan.duration_hours == pytest.approx(compute_h + stall + plan.startup.seconds / 3600.0, rel=1e-6)

@@ -75,3 +75,55 @@ def test_ddp_single_file_checkpoint_in_bucket(s3):  # noqa: F811
     again = _train(12, engine="ddp")
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"resumed_from_step=10 checkpoint={URL}/ckpt-0000000010.pt" in again.stdout
+
+
+def _forge(s3, step: int, name_end: str) -> str:
+    """Rewrite one object of a committed step with garbage of the same size (a forged or
+    damaged shard that the sizes in meta.json cannot tell apart)."""
+    key = next(k for k in s3.keys(BUCKET, f"{PREFIX}/step-{step:010d}") if k.endswith(name_end))
+    size = len(s3.client.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    s3.client.put_object(Bucket=BUCKET, Key=key, Body=b"\x80" * size)
+    return key
+
+
+@pytest.mark.timeout(300)
+def test_a_forged_object_with_matching_sizes_falls_back_to_the_previous_step(s3):  # noqa: F811
+    """Issue 41 item 11: meta.json records the store's digest of every object; a step whose
+    objects no longer match it is never resumed from, and the job says so and goes on."""
+    import dcp_ckpt
+
+    s3.client.create_bucket(Bucket=BUCKET)
+    assert _train(10).returncode == 0
+    assert [s for s, _ in dcp_ckpt.list_checkpoints(URL)] == [5, 10]
+    marker = json.loads(s3.client.get_object(Bucket=BUCKET, Key=f"{PREFIX}/step-0000000010/meta.json")["Body"].read())
+    _forge(s3, 10, ".metadata")
+    resumed = _train(12)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert f"resumed_from_step=5 checkpoint={URL}/step-0000000005" in resumed.stdout
+    assert "skipping_checkpoint=" in resumed.stdout and "differs from the digest" in resumed.stdout
+    assert all(e["digest"].startswith("ETag:") for e in marker["files"].values()), marker["files"]
+
+
+@pytest.mark.timeout(300)
+def test_a_checkpoint_that_verifies_but_does_not_load_falls_back(s3):  # noqa: F811
+    """Forged digests too (meta.json rewritten to match): DCP's load fails, and the trainer
+    takes the previous step instead of dying ("invalid load key"), saying which and why."""
+    import dcp_ckpt
+    import fsspec
+
+    s3.client.create_bucket(Bucket=BUCKET)
+    assert _train(10).returncode == 0
+    _forge(s3, 10, ".metadata")
+    fs = fsspec.filesystem("s3")
+    fs.invalidate_cache()
+    mkey = f"{PREFIX}/step-0000000010/meta.json"
+    marker = json.loads(s3.client.get_object(Bucket=BUCKET, Key=mkey)["Body"].read())
+    import store
+    marker["files"] = store.objects(fs, f"{BUCKET}/{PREFIX}/step-0000000010", "meta.json")
+    s3.client.put_object(Bucket=BUCKET, Key=mkey, Body=json.dumps(marker).encode())
+    assert dcp_ckpt.verify(f"{URL}/step-0000000010")["step"] == 10
+    resumed = _train(12)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert f"warn unloadable_checkpoint={URL}/step-0000000010" in resumed.stdout
+    assert f"falling_back_to={URL}/step-0000000005" in resumed.stdout
+    assert f"resumed_from_step=5 checkpoint={URL}/step-0000000005" in resumed.stdout

@@ -83,10 +83,12 @@ def test_table_dtype_and_optimizer_arguments_reach_the_sharded_tables(monkeypatc
     weights = [v for k, v in engine.model.state_dict().items() if k.endswith(".weight") and "embedding_bags" in k]
     assert weights and all(w.dtype == torch.float16 for w in weights)
     assert "table_dtype=fp16" in engine.describe()
-    # the LR schedule drives the fused optimizer too: warmup step 1 of 4 -> a quarter
+    # the LR schedule drives the fused optimizer too: warmup step 1 of 4 -> a quarter, and the
+    # TBEs have it before step 1's backward (they update the rows inside it), not one step later
     engine.args.warmup_steps = 4
     assert engine.set_lr(1) == pytest.approx(0.05)
     assert all(g["lr"] == pytest.approx(0.05) for g in engine.model.fused_optimizer.param_groups)
+    assert [tbe.get_learning_rate() for tbe in tbes] == pytest.approx([0.05] * len(tbes))
 
 
 @pytest.mark.timeout(60)

@@ -67,6 +67,24 @@ def test_torchrun_shutdown_timeout_decides_whether_the_sigterm_save_lands(tmp_pa
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("stem,spot,notice", [("aws-deepfm-p4d", True, "120"), ("azure-din-nd96amsr", True, "30"),
+                                              ("aws-deepfm-p4d", False, None), ("local-deepfm", True, None)])
+def test_the_clouds_reclaim_notice_reaches_the_trainer(stem, spot, notice):
+    """The notice is a fact of each cloud (providers/<cloud>/facts.py, vendor docs cited there);
+    a spot job's trainer gets it and warns when a checkpoint takes longer (issue 37)."""
+    pytest.importorskip("pydantic")
+    from reclaunch.manifests.env import job_env
+    from reclaunch.planner import make_plan
+    from reclaunch.spec import parse_spec
+
+    text = open(os.path.join(EXAMPLES, f"{stem}.yaml")).read()
+    spec = parse_spec(text, f"{stem}.yaml")
+    spec.spot.enabled = spot
+    env = job_env(make_plan(spec))
+    assert env.get("RECLAUNCH_RECLAIM_NOTICE_SECONDS") == notice
+
+
+@pytest.mark.timeout(60)
 def test_rendered_job_gives_torchrun_the_grace_period():
     pytest.importorskip("pydantic")
     from reclaunch.manifests import job as jobmod

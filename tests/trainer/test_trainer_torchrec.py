@@ -1,7 +1,6 @@
 """The TorchRec engine in this process (one rank, gloo): every model, metrics lines, drill faults."""
 import json
 import math
-import signal
 
 import pytest
 from tests.needs import need_module
@@ -9,7 +8,6 @@ from tests.needs import need_module
 need_module("torchrec", "local")
 
 import metrics  # noqa: E402
-import train  # noqa: E402
 
 CONTRACT = {"v", "rank", "world_size", "step", "time", "interval_steps", "samples_per_s",
             "global_samples_per_s", "step_s", "data_wait_s", "fwd_bwd_s", "optimizer_s", "comm_s",
@@ -21,26 +19,6 @@ TINY = ["--table-rows", "60,40,30", "--embedding-dim", "4", "--mlp", "16,8", "--
 def metric_lines(text):
     return [json.loads(line[len(metrics.PREFIX):]) for line in text.splitlines()
             if line.startswith(metrics.PREFIX)]
-
-
-@pytest.fixture
-def run_main(monkeypatch, capsys):
-    """train.main in this process, with a clean environment; -> (exit code, stdout)."""
-    old = signal.getsignal(signal.SIGTERM)
-    for key in list(__import__("os").environ):
-        if key.startswith(("RECLAUNCH_", "TORCHELASTIC_")) or key in (
-                "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "CHECKPOINT_DIR", "DATA_DIR"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-
-    def run(*argv, env=None):
-        for k, v in (env or {}).items():
-            monkeypatch.setenv(k, v)
-        code = train.main(list(argv))
-        return code, capsys.readouterr().out
-
-    yield run
-    signal.signal(signal.SIGTERM, old)
 
 
 @pytest.mark.timeout(120)

@@ -170,6 +170,33 @@ def test_sigterm_to_torchrun_checkpoints_and_rerun_resumes(tmp_path):
     assert result["status"] == "completed"
 
 
+@pytest.mark.timeout(300)
+def test_sigterm_to_torchrun_with_loader_workers_saves_and_resumes(tmp_path):
+    """Issue 37: the kubelet's SIGTERM goes to torchrun, which signals each trainer's process
+    group, its DataLoader workers included. The workers must not die of it: the trainer
+    finishes its step, checkpoints, exits 143, and the rerun resumes from that checkpoint."""
+    ckpt = tmp_path / "ckpt"
+    args = [*SMALL, "--log-every", "2", "--checkpoint-dir", str(ckpt), "--num-workers", "2",
+            "--checkpoint-every-minutes", "0", "--optimizer", "sgd"]
+    proc = _launch(torchrun_cmd(1, *args, "--steps", "100000"))
+    tail = _Tail(proc)
+    tail.wait_for(_past_step(6), timeout=200)
+    assert len([p for w in _children(proc.pid) for p in _children(w)]) == 2   # the loader workers
+    os.kill(proc.pid, signal.SIGTERM)          # torchrun only, as the kubelet does (PID 1)
+    out = _finish(proc, tail)
+    line = tail.wait_for(lambda l: l.startswith("info sigterm step="), timeout=1)
+    stopped = int(re.search(r"step=(\d+)", line).group(1))
+    assert [s for s, _ in dcp_ckpt.list_checkpoints(str(ckpt))] == [stopped], out[-3000:]
+    assert "killed by signal" not in out, out[-3000:]
+
+    proc = _launch(torchrun_cmd(1, *args, "--steps", str(stopped + 4)))
+    tail = _Tail(proc)
+    out = _finish(proc, tail)
+    assert proc.returncode == 0, out[-3000:]
+    assert f"resumed_from_step={stopped}" in out
+    assert [int(s["step"]) for s in step_lines(out)][-1] == stopped + 4
+
+
 @pytest.mark.timeout(400)
 def test_sigterm_to_one_worker_elastic_restart_resumes_in_place(tmp_path):
     """A worker told to stop exits non-zero after all ranks checkpoint; torchrun restarts the

@@ -119,6 +119,9 @@ FACTS = CloudFacts(
                                 "g6e.4xlarge": (0.20, 0.30), "g6e.8xlarge": (0.15, 0.20)},
         "control_plane_usd_per_hour": 0.10,    # prices.md: EKS 0.10/h
         "pvc_usd_per_gb_month": 0.08,          # prices.md: EBS gp3 0.08
+        # The spot reclaim notice, the time the SIGTERM checkpoint has: "a two-minute warning"
+        # (docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html).
+        "reclaim_notice_seconds": 120,
     },
     preview=PreviewFacts(sdk_packages={"aws": "pulumi_aws"}, outputs=_outputs, calls=_calls),
 )

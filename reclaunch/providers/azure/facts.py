@@ -89,6 +89,9 @@ FACTS = CloudFacts(
         "reclaim_band": (0.20, 0.30),
         "control_plane_usd_per_hour": 0.0,     # prices.md: AKS Free tier 0
         "pvc_usd_per_gb_month": 0.10,          # assumption (prices.md has no Azure disk line)
+        # Spot eviction: "at least 30 seconds" of notice through Scheduled Events (Preempt)
+        # (learn.microsoft.com/azure/virtual-machines/spot-vms).
+        "reclaim_notice_seconds": 30,
     },
     preview=PreviewFacts(sdk_packages={"azure-native": "pulumi_azure_native"},
                          outputs=_outputs, calls=_calls),

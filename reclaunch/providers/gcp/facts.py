@@ -75,6 +75,9 @@ FACTS = CloudFacts(
         "reclaim_band": (0.20, 0.30),
         "control_plane_usd_per_hour": 0.10,    # prices.md: GKE 0.10/h
         "pvc_usd_per_gb_month": 0.10,          # prices.md: pd-balanced 0.10
+        # Spot VM preemption: "Compute Engine sends a preemption notice ... 30 seconds" to stop
+        # (cloud.google.com/compute/docs/instances/spot#preemption).
+        "reclaim_notice_seconds": 30,
     },
     preview=PreviewFacts(sdk_packages={"gcp": "pulumi_gcp"},
                          nested_tags={"gcp:container/nodePool:NodePool":

@@ -137,8 +137,13 @@ def requested_by_node(pods: list[dict[str, Any]]) -> tuple[dict[str, dict[str, F
 def read_nodes(kube: Any) -> list[Node]:
     """Every node (once, however often the API lists it) with what is already requested on it
     (paged list calls, no per-node calls)."""
-    nodes = unique(kube.items("/api/v1/nodes"))
-    used, unknown = requested_by_node(unique(kube.items("/api/v1/pods")))
+    return with_requests(unique(kube.items("/api/v1/nodes")), unique(kube.items("/api/v1/pods")))
+
+
+def with_requests(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[Node]:
+    """Nodes from API objects with what the pods bound to them request; a node holding a pod
+    whose requests cannot be read counts as not ready (what is free there is unknown)."""
+    used, unknown = requested_by_node(pods)
     out = []
     for obj in nodes:
         n = node_of(obj)

@@ -73,7 +73,7 @@ def save(kube: Any, context: str, path: Path, today: dt.date) -> dict[str, Any]:
 
 def load(path: Path) -> tuple[list[Any], dict[str, Any]]:
     """(nodes.Node list, {context, saved_at}) from a saved file; one-line errors."""
-    from reclaunch.providers.kubernetes.nodes import Node, node_of, requested_by_node
+    from reclaunch.providers.kubernetes.nodes import with_requests
 
     try:
         if path.stat().st_size > MAX_BYTES:
@@ -89,12 +89,9 @@ def load(path: Path) -> tuple[list[Any], dict[str, Any]]:
         raise UsageError(f"{path}: not a saved node description of version {VERSION}",
                          hint="save it again with `reclaunch nodes save`")
     try:
-        used = requested_by_node([p for p in doc.get("pods") or [] if isinstance(p, dict)])
-        out = []
-        for obj in doc["nodes"]:
-            n = node_of(obj)
-            out.append(Node(n.name, n.labels, n.annotations, n.taints, n.allocatable,
-                            used.get(n.name, {}), n.ready, n.unschedulable))
+        pods = doc.get("pods") if isinstance(doc.get("pods"), list) else []
+        out = with_requests([n for n in doc["nodes"] if isinstance(n, dict)],
+                            [p for p in pods if isinstance(p, dict)])
     except (AttributeError, TypeError, ValueError, ZeroDivisionError) as exc:
         raise UsageError(f"{path}: a node or pod in it does not read ({type(exc).__name__})") from None
     return out, {"context": str(doc.get("context") or "?"), "saved_at": str(doc.get("saved_at") or "?")}

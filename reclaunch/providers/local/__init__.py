@@ -248,9 +248,11 @@ class LocalProvider:
     # ------------------------------------------------------------ spot drill
     def preempt(self, name: str, node: int, *, notice: float = 10.0, replace_after: float = 5.0,
                 wait: bool = True, timeout: float = 120.0) -> dict[str, Any]:
-        """Reclaim node `node` as a spot market would: SIGTERM to its agent and workers, `notice`
-        seconds of grace, SIGKILL, and a replacement node `replace_after` seconds later that
-        rejoins the rendezvous. With wait, returns once the node is gone (the record)."""
+        """Reclaim node `node` as a spot market would, signalled as the kubelet stops a pod:
+        SIGTERM to the node's torchrun agent only (it relays it to its workers), `notice`
+        seconds of grace, SIGKILL to all that is left of the node, and a replacement node
+        `replace_after` seconds later that rejoins the rendezvous. With wait, returns once the
+        node is gone (the record)."""
         root = self._root(name)
         state = lp.read_json(root / "state.json") or {}
         if not lp.supervisor_alive(state) or state.get("state") in lp.TERMINAL:

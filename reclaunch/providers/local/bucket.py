@@ -140,7 +140,7 @@ def _fix(info: dict) -> str:
     else:
         parts.append("check that AWS_ENDPOINT_URL answers and its credentials "
                      "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) are accepted")
-    if not info.get("created"):
+    if not info.get("create"):
         parts.append("or set storage.kind: bucket to have `up` create the bucket")
     return "; ".join(parts)
 

@@ -163,14 +163,6 @@ def run_marker(name: str, run_id: str = "") -> str:
     return f"{name}@{where}:{run_id}"
 
 
-def signal_all(pids: Iterable[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
 def kill_marked(key: str, value_prefix: str, grace: float, exclude: Iterable[int] = (),
                 also: dict[int, str] | None = None) -> list[int]:
     """SIGTERM, wait up to `grace` seconds, SIGKILL what is left. -> pids still alive.

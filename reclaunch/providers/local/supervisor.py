@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reclaunch.providers.local import measure, proc as lp, repeat
+from reclaunch.providers.local import ident, measure, proc as lp, repeat
 from reclaunch.providers.local.disk import (become_subreaper as _become_subreaper, no_space,
                                             recorded_procs, say as _say, tighten)
 
@@ -158,8 +158,9 @@ class Supervisor:
             if self.state in lp.TERMINAL or not 0 <= node < len(self.nodes) or \
                     self.nodes[node]["state"] != "running":
                 rec.update(status="rejected", reason=f"node {node} is not running")
-            else:
-                lp.signal_all(lp.marked_pids(lp.NODE_MARKER, self.node_marker(node)), signal.SIGTERM)
+            else:   # as the kubelet stops a pod (kubernetes.io/docs/concepts/workloads/pods/pod-termination):
+                if (agent := self.nodes[node].get("pid")) in self.procs and lp.pid_alive(agent):
+                    os.kill(agent, signal.SIGTERM)   # TERM to the node's torchrun (our child) only
                 rec.update(status="noticed", step_at_notice=self.progress["step"],
                            deadline=time.monotonic() + rec["notice"])
                 self.nodes[node]["state"] = "reclaiming"
@@ -174,10 +175,9 @@ class Supervisor:
         for rec in self.preemptions:
             node = rec["node"]
             if rec["status"] == "noticed":
-                marker = self.node_marker(node)
-                alive = lp.marked_pids(lp.NODE_MARKER, marker)
-                if now >= rec["deadline"] or not alive:
-                    lp.signal_all(alive, signal.SIGKILL)  # the instance is gone
+                alive = ident.with_identities(lp.marked_pids(lp.NODE_MARKER, self.node_marker(node)))
+                if now >= rec["deadline"] or not alive:   # KILL after the grace: all the node ran
+                    ident.signal_verified(alive, signal.SIGKILL)
                     rec.update(status="killed", killed_at=time.time(), graceful=not alive,
                                replace_at=now + rec["replace_after"])
                     self.nodes[node]["state"] = "replacing"
