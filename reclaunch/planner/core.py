@@ -12,7 +12,8 @@ from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
 from reclaunch.planner import stack_view
 from reclaunch.planner.perf import (Hardware, dense_seconds, embedding_inter_gbs, host_bound_warning,
-                                   host_work, overlap_warning, step_overhead_seconds, step_time)
+                                   host_work, off_reference_warning, overlap_warning,
+                                   step_overhead_seconds, step_time)
 from reclaunch.planner.shard_plan import plan_sharding
 from reclaunch.spec.buckets import is_url
 from reclaunch.spec.stacks import assumed
@@ -173,6 +174,8 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     hwork = host_work(spec, hw.device, len(fixed.dense.gemms))
     step, comm, thr = step_time(spec, hw, ev, dense_s, dense_ar, nodes, gpn, hwork)
     if (w := host_bound_warning(spec, step, hwork, ev.groups)) is not None:
+        warnings.append(w)
+    if (w := off_reference_warning(hw, nodes)) is not None:
         warnings.append(w)
     stack = stack_view.describe(spec)
     if (w := stack_view.unexpressed(stack, nodes)) is not None:

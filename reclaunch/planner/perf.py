@@ -72,6 +72,17 @@ def embedding_inter_gbs(hw) -> float:
     return hw.inter_gbs * (1.0 if hw.reference_fabric else float(_p()["inter_node_efficiency_off_reference"]))
 
 
+def off_reference_warning(hw, nodes: int) -> str | None:
+    """Several nodes on a fabric other than NVIDIA's SuperPOD (every cloud instance): the model's
+    cross-node figures come mostly from SuperPOD rows, and the first extra node of non-NVIDIA
+    systems ran well below them (planner review 2026-12-03, defect 5)."""
+    if nodes <= 1 or hw.reference_fabric or hw.device == "cpu":
+        return None
+    return ("across nodes off NVIDIA's DGX SuperPOD fabric: non-NVIDIA multi-node MLPerf DCNv2 runs "
+            "(v3.1 Dell 2x4, v5.0 HPE 2x8 and 4x8, v5.1 Dell 2x8) did 1.5-2.1x less than this model "
+            "plans for them; expect the lower part of the range")
+
+
 def dim_penalty(dim: int) -> float:
     for p in constants()["perf"]["dim_penalty"]:
         if dim < p["below"]:

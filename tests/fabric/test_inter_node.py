@@ -59,3 +59,21 @@ def test_without_a_network_figure_the_profile_stands():
         gpudirect = False
     got = of_offer(4.0, Row())
     assert got.busbw_gbs == 4.0 and not got.nic_bound
+
+
+def test_several_nodes_off_the_superpod_fabric_warn():
+    # planner review defect 5: the fit split cannot identify a separate cross-node efficiency
+    # (planner/fit.py), so a multi-node plan on any cloud fabric says what was seen instead
+    from reclaunch.planner import make_plan
+    from reclaunch.planner.published import predict, rows
+    from reclaunch.spec import Spec
+
+    def spec(nodes):
+        return Spec.model_validate({
+            "name": "t", "cloud": "aws", "region": "us-east-1", "nodes": nodes, "gpus_per_node": 8,
+            "instance_type": "p5.48xlarge", "model": {"preset": "dlrm"},
+            "job": {"image": "x", "command": ["x"], "batch_size": 8192, "dataset": {"samples": 1e9}}})
+    assert any("off NVIDIA's DGX SuperPOD" in w for w in make_plan(spec(2), CAT).warnings)
+    assert not any("SuperPOD" in w for w in make_plan(spec(1), CAT).warnings)
+    eos = next(r for r in rows() if r.id == "mlperf40-nvidia-8x8-h100")
+    assert not any("SuperPOD" in w for w in predict(eos, CAT)[0].warnings)
