@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
 LOCAL_IMAGE = "reclaunch-trainer:local"
 MASTER_PORT = 23456                          # the training operator's default port
 # Kinds the stack provisions and binds as `<name>-data`; the rest are claimed here.
-from reclaunch.spec.facts import MOUNTED_STORAGE, STACK_PROVISIONED  # noqa: E402  (the one storage table)
 TTL_AFTER_FINISHED = 24 * 3600               # keep finished pods' logs for a day
 
 
@@ -118,14 +117,15 @@ def requirements(plan: "Plan"):
 def _storage(plan: "Plan") -> tuple[list[dict], list[dict], list[dict]]:
     """-> (objects to create, volumes, volume mounts) for spec.storage."""
     st = plan.spec.storage
+    kind = clouds.storage_kind(st.kind)   # the one record of this storage kind (its cloud's facts)
     claim = f"{plan.name}-data"
-    if st.kind not in MOUNTED_STORAGE or st.kind == "hostpath":   # none, bucket (fsspec), local
+    if not (kind.mounted and kind.claim):   # none, bucket (fsspec), a host directory (local)
         return [], [], []
     objs = []
-    if st.kind not in STACK_PROVISIONED:
+    if not kind.created_by_stack:
         spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"],
                                 "resources": {"requests": {"storage": f"{math.ceil((st.size or 2**40) / 2**30)}Gi"}}}
-        sc = st.storage_class or (f"{plan.name}-cephfs" if st.kind == "cephfs" else None)
+        sc = st.storage_class or (kind.storage_class.format(name=plan.name) if kind.storage_class else None)
         if sc:
             spec["storageClassName"] = sc
         objs.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reclaunch import host
+from reclaunch import clouds, host
 from reclaunch.errors import PlanError, SpecError  # noqa: F401
 from reclaunch.planner import cost as costmod
 from reclaunch.planner import uncertainty
@@ -58,7 +58,7 @@ def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str,
     c = constants()
     perf = c["perf"]
     if offer is None:  # cloud: local — CPU processes over gloo, clearly rough constants
-        loc = c["local"]
+        loc = c[clouds.here().name]   # planner.yaml's section for the target that runs here
         world = spec.nodes * spec.gpus_per_node
         cap = host.ram_bytes() // max(world, 1)
         hw = Hardware(hbm_gbs=loc["memory_gbs_per_process"], peak_tflops=loc["cpu_gflops_per_process"] / 1e3,
@@ -209,9 +209,8 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
         "planner_data_version": c["version"],
         "catalog_version": cat.version,
         "gpu": (cat.gpu(offer.gpu)._asdict() if offer is not None else
-                {"cpu_gflops_per_process": c["local"]["cpu_gflops_per_process"],
-                 "memory_gbs_per_process": c["local"]["memory_gbs_per_process"],
-                 "source": c["local"]["source"]}),
+                {k: c[clouds.here().name][k] for k in ("cpu_gflops_per_process",
+                                                         "memory_gbs_per_process", "source")}),
         "hbm_gbs_effective": hw.hbm_gbs, "peak_tflops": hw.peak_tflops,
         "gemm_efficiency": hw.utilisation, "hbm_efficiency": c["perf"]["hbm_efficiency"],
         "step_overhead_seconds": step_overhead_seconds(hw.device, spec.job.execution,

@@ -27,8 +27,6 @@ PULUMI_MISSING = ("Pulumi CLI not found on PATH; `reclaunch up` and `down` need 
                   "the cluster")
 PULUMI_FIX = "install it: curl -fsSL https://get.pulumi.com | sh  (or: brew install pulumi)"
 
-# Stack resources the dataset lives in; `down --keep-storage` leaves these (and what they need).
-from reclaunch.spec.facts import STORAGE_RESOURCE_HINTS as STORAGE_TYPE_HINTS  # noqa: E402
 
 Event = dict[str, Any]   # {"kind": "resource"|"diag"|"summary", "urn", "type", "op", "status", "message"}
 OnEvent = Callable[[Event], None]
@@ -117,25 +115,52 @@ def simplify(ev: Any) -> Event | None:
     return None
 
 
-def storage_keep_set(resources: list[dict[str, Any]], storage_ids: set[str]) -> set[str]:
-    """URNs to keep for --keep-storage: storage resources plus everything they depend on."""
+def _provider_urn(r: dict[str, Any], by_urn: dict[str, Any]) -> str:
+    """A resource's provider reference is `URN::id` in a checkpoint, the bare URN in preview."""
+    p = r.get("provider") or ""
+    return p if p in by_urn or "::" not in p else p.rsplit("::", 1)[0]
+
+
+def storage_keep_set(resources: list[dict[str, Any]], storage_ids: set[str],
+                     compute: tuple[str, ...] = ()) -> set[str]:
+    """URNs to keep for --keep-storage: the storage resources and everything they need, but
+    nothing of the cluster. Objects inside the cluster are told apart by Pulumi's own graph: a
+    provider the program configures from its own resources (a kubeconfig made from the
+    cluster) manages them (volumes, Helm releases, namespaces), and they go with it. The
+    cluster and its nodes are the cloud's `compute` types (CloudFacts.compute_types): a kept
+    resource that needs one would keep it billing (or make the targeted destroy refuse), so
+    that is a ProviderError before anything is destroyed."""
+    from reclaunch.spec.facts import storage_resource_hints   # every storage kind's record
+
     by_urn = {r["urn"]: r for r in resources}
-    todo = [r["urn"] for r in resources
-            if r.get("id") in storage_ids
-            or any(h in r.get("type", "").lower() for h in STORAGE_TYPE_HINTS)]
+
+    def deps(r: dict[str, Any]) -> list[str]:
+        return [*(r.get("dependencies") or []),
+                *(u for us in (r.get("propertyDependencies") or {}).values() for u in us)]
+
+    configured = {u for u, r in by_urn.items()
+                  if r.get("type", "").startswith("pulumi:providers:") and deps(r)}
+    inside = configured | {u for u, r in by_urn.items()
+                           if _provider_urn(r, by_urn) in configured}
+    todo = [(r["urn"], None) for r in resources if r["urn"] not in inside and (
+        r.get("id") in storage_ids
+        or any(h in r.get("type", "").lower() for h in storage_resource_hints()))]
     keep: set[str] = set()
     while todo:
-        urn = todo.pop()
-        if urn in keep or urn not in by_urn:
+        urn, needed_by = todo.pop()
+        if urn in keep or urn not in by_urn or urn in inside:
             continue
+        if compute and by_urn[urn].get("type", "").startswith(compute):
+            raise ProviderError(
+                f"--keep-storage would keep the cluster: {needed_by} depends on {urn}",
+                hint="run `reclaunch down` without --keep-storage, or copy the data out first")
         keep.add(urn)
         r = by_urn[urn]
-        todo += list(r.get("dependencies") or [])
-        todo += [u for deps in (r.get("propertyDependencies") or {}).values() for u in deps]
+        todo += [(d, urn) for d in deps(r)]
         if r.get("parent"):
-            todo.append(r["parent"])
+            todo.append((r["parent"], urn))
         if r.get("provider"):
-            todo.append(r["provider"].split("::")[0] if "::" in r["provider"] else r["provider"])
+            todo.append((_provider_urn(r, by_urn), urn))
     return keep
 
 
@@ -146,8 +171,10 @@ class PulumiInfra(Infra):
     def __init__(self, program: Callable[["Plan"], Callable[[], None]],
                  config: Callable[["Plan"], dict[str, str]] | None = None,
                  backend: str | None = None, extra: str = "all",
-                 diagnose: Callable[["Plan"], str] | None = None):
+                 diagnose: Callable[["Plan"], str] | None = None,
+                 compute: tuple[str, ...] = ()):
         self.program = program
+        self.compute = compute    # the cloud's cluster and node types (never kept)
         self.config = config or (lambda plan: {})
         self.diagnose = diagnose
         self.backend = backend or default_backend()
@@ -230,7 +257,7 @@ class PulumiInfra(Infra):
             resources = stack.export_stack().deployment.get("resources") or []
             outs = self.outputs(name)
             ids = {str(v) for v in _flat([outs.get("storage_id"), outs.get("storage_ids")])}
-            keep = storage_keep_set(resources, ids)
+            keep = storage_keep_set(resources, ids, self.compute)
             kw["target"] = [r["urn"] for r in resources
                             if r["urn"] not in keep and not r["type"].startswith("pulumi:")]
             if not kw["target"]:

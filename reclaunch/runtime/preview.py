@@ -7,7 +7,14 @@ recorder that keeps what the program asked for. The result is a list of plain di
     {"type", "name", "taggable": "tags"|"labels"|"resource_labels"|None, "tags",
      "key": {instance type, capacity, min/max, placement, ...}, "inputs",
      "urn", "parent", "provider", "depends_on", "deleted_with", "import_id",
-     "retain_on_delete", "engine": [what the real engine or the cloud's API would refuse]}
+     "retain_on_delete", "engine": [refusals found by the checks below]}
+
+`engine` holds what these checks find, no more: duplicate URNs (EngineGraph), enum values the
+installed SDK's own enums lack (runtime/sdk_enums.py: effective where the SDK has enums, i.e.
+azure-native; pulumi_aws and pulumi_gcp type such fields as plain strings), and each cloud's
+rules for the types and fields its stacks/<cloud>/api_rules.py lists (StackFacts.api_refusals:
+physical names as given or as Pulumi's auto-naming makes them, listed values, a few rules
+across fields). A refusal none of them knows still passes preview.
 """
 
 from __future__ import annotations
@@ -94,6 +101,17 @@ def _tags_of(inputs: dict) -> dict[str, str]:
     return dict(raw) if isinstance(raw, dict) else {}
 
 
+@lru_cache(maxsize=64)
+def refusal_rules(prefix: str, generation: int) -> Callable[[str, str, dict], list[str]] | None:
+    """The check of what a cloud's API refuses (its stack's api_refusals) for the type prefix
+    of its SDK (PreviewFacts.sdk_packages); None for a prefix no stack's cloud owns."""
+    import stacks
+
+    cloud = next((f.name for f in clouds.all_facts() if prefix in f.preview.sdk_packages), None)
+    pkg = stacks.facts(cloud) if cloud else None
+    return pkg.api_refusals if pkg else None
+
+
 def _computed(typ: str, name: str, inputs: dict, plan: "Plan") -> dict:
     """Outputs the programs read back (endpoints, CA data, ids: the cloud's facts,
     preview.outputs); the rest echo the inputs."""
@@ -110,8 +128,8 @@ def preview(plan: "Plan", *, program: Callable[["Plan"], None], extra: str) -> l
 
     The caller names the program and its pip extra (providers.preview_plan: the cloud's CloudSpec).
     Each dict also says where the resource sits in the engine's graph (urn, parent, provider,
-    depends_on, import_id, retain_on_delete) and, under `engine`, every rule of the real engine
-    or the cloud's API it breaks that the mocks let through (stacks/policy.py turns those into
+    depends_on, import_id, retain_on_delete) and, under `engine`, what the checks of this
+    module's docstring find that the mocks let through (stacks/policy.py turns those into
     findings, so `reclaunch preview` exits 1 on them).
     """
     pulumi = require("pulumi", extra)
@@ -154,9 +172,12 @@ ROOT_TYPE = "pulumi:pulumi:Stack"
 class EngineGraph:
     """What the engine's RegisterResource checks before any provider is called, and the mock
     monitor does not: the URN is the type qualified by the parent's whole type chain (the root
-    stack left out) and the name (pulumi/sdk/go/common/resource/urn.go, NewURN), a second
-    registration of one URN is refused ("Duplicate resource URN"), and a parent, provider,
-    dependency or deletedWith must name a resource registered before."""
+    stack left out) and the name (pulumi/sdk/go/common/resource/urn.go, NewURN), and a second
+    registration of one URN is refused ("Duplicate resource URN"): that is what this finds in
+    a program. It also refuses a parent, provider, dependency or deletedWith that names no
+    resource registered before, but the Python SDK awaits every such URN before it sends a
+    registration, so a Python program cannot trip that part; it is checked for requests made
+    by other means (tests/stacks/test_engine_rules.py builds them by hand)."""
 
     def __init__(self, project: str, stack: str):
         self.prefix = f"urn:pulumi:{stack}::{project}::"
@@ -214,8 +235,11 @@ def _describe(r: dict[str, Any]) -> dict[str, Any]:
                 break
     pkg = sdk_package(r["type"])
     # The cloud's API refuses an enum value its API version lacks; the SDK's Union[str, Enum]
-    # and the mocks let it through (reclaunch/runtime/sdk_enums.py).
-    engine = [*r["engine"], *(violations(r["type"], pkg, inputs) if pkg else [])]
+    # and the mocks let it through (reclaunch/runtime/sdk_enums.py). Names, values and field
+    # combinations the SDK types as plain strings: the cloud's own rules (stacks/refusals.py).
+    rules = refusal_rules(r["type"].split(":", 1)[0], clouds.generation())
+    engine = [*r["engine"], *(violations(r["type"], pkg, inputs) if pkg else []),
+              *(rules(r["type"], r["name"], inputs) if rules else [])]
     graph = {k: r[k] for k in ("urn", "parent", "provider", "depends_on", "deleted_with",
                                "import_id", "retain_on_delete")}
     return {"type": r["type"], "name": r["name"], "taggable": tag_field(r["type"]),

@@ -4,7 +4,10 @@ The SDKs type such an input as `Union[str, SomeEnum]`, so Python accepts any str
 mocks echo it back; the cloud's API (for azure-native: the API version the SDK was generated
 from) refuses a value its enum lacks. AKS `osSKU: Ubuntu2404` under azure-native 3.x (API
 2025-09-01, whose OSSKU stops at Ubuntu2204: Azure/azure-rest-api-specs#38610) is the case that
-made this check. `preview` runs it on every resource it records.
+made this check. `preview` runs it on every resource it records; it finds something only
+where the SDK has enum classes, which is azure-native: pulumi_aws and pulumi_gcp type such
+fields as plain strings (GKE's taint effect, EKS's capacity type), and those are checked, for
+the fields listed there, by stacks/<cloud>/api_rules.py.
 
 The types are read from each resource's `<Resource>Args` input type (what the SDK serialises
 from), walked through Input/Optional/Union/Sequence/Mapping down to nested input types.

@@ -84,7 +84,7 @@ def bucket_and_identity(aws: Any, pulumi: Any, k8s: Any, plan: "Plan", *, tags: 
     b = _bucket(aws, pulumi, plan, tags, kms) if identity.created(plan) else None
     # Our key only encrypts the bucket we create; a named bucket's own key is the user's grant.
     doc = kms.arn.apply(lambda arn: policy(plan, arn)) if b is not None else policy(plan)
-    aws.iam.RolePolicy(c.name(plan, "trainer-s3", max_len=128), role=role.id, policy=doc)
+    aws.iam.RolePolicy(c.name(plan, "trainer-s3", max_len=128, auto=True), role=role.id, policy=doc)
     sa = identity.kube_service_account(k8s, pulumi, plan, provider, namespace,
                                      depends_on=depends_on)
     aws.eks.PodIdentityAssociation(c.name(plan, "trainer-pia"), cluster_name=cluster.name,

@@ -74,12 +74,13 @@ def handler_policy(queue_arn: str, group_arns: list[str]) -> str:
 def install(aws: Any, pulumi: Any, k8s: Any, plan: "Plan", *, tags: dict, cluster: Any,
             groups: dict, provider: Any, role: Any, depends_on: list, account: Any) -> Any:
     """The queue, rules, hooks, pod identity and chart; returns the Helm release."""
-    queue = aws.sqs.Queue(c.name(plan, "nth", max_len=80), message_retention_seconds=300,
+    queue = aws.sqs.Queue(c.name(plan, "nth", max_len=80, auto=True),
+                          message_retention_seconds=300,
                           sqs_managed_sse_enabled=True, tags=tags)
     aws.sqs.QueuePolicy(c.name(plan, "nth-queue-policy"), queue_url=queue.id,
                         policy=queue.arn.apply(queue_policy))
     for key, pattern in EVENT_PATTERNS.items():
-        rule = aws.cloudwatch.EventRule(c.name(plan, "nth", key, max_len=64),
+        rule = aws.cloudwatch.EventRule(c.name(plan, "nth", key, max_len=64, auto=True),
                                         event_pattern=json.dumps(pattern), tags=tags)
         aws.cloudwatch.EventTarget(c.name(plan, "nth", key, "target"), rule=rule.name,
                                    arn=queue.arn)
@@ -90,7 +91,7 @@ def install(aws: Any, pulumi: Any, k8s: Any, plan: "Plan", *, tags: dict, cluste
             default_result="CONTINUE", heartbeat_timeout=300)
     arns = [f"arn:aws:autoscaling:{plan.region}:{account}:autoScalingGroup:*:"
             f"autoScalingGroupName/{p.cloud_name}" for p in node_pools(plan) if p.role == "gpu"]
-    aws.iam.RolePolicy(c.name(plan, "nth-policy", max_len=128), role=role.id,
+    aws.iam.RolePolicy(c.name(plan, "nth-policy", max_len=128, auto=True), role=role.id,
                        policy=queue.arn.apply(lambda q: handler_policy(q, arns)))
     pia = aws.eks.PodIdentityAssociation(c.name(plan, "nth-pia"), cluster_name=cluster.name,
                                          namespace="kube-system",

@@ -35,6 +35,9 @@ def cluster_zone_ids(plan: "Plan", names: list[str], ids: list[str]) -> list[str
 
 
 def network(aws, pulumi, plan: "Plan", tags: dict):
+    """(vpc, private subnets, the GPU zone's subnet, egress): egress is the NAT gateway and the
+    private route table associations, which nodes need before they boot (they pull images and
+    reach the EKS API through them), so the node groups depend on them."""
     found = aws.get_availability_zones(
         state="available", exclude_zone_ids=list(EKS_UNSUPPORTED_ZONE_IDS),
         filters=[{"name": "zone-type", "values": ["availability-zone"]}])
@@ -56,17 +59,18 @@ def network(aws, pulumi, plan: "Plan", tags: dict):
                              tags=tags, opts=pulumi.ResourceOptions(depends_on=[igw]))
     private_rt = aws.ec2.RouteTable(c.name(plan, "private-rt"), vpc_id=vpc.id, tags=tags,
                                     routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}])
-    private = []
+    private, egress = [], [nat]
     for i, zone in enumerate(zones):  # /18 each: room for many EFA-primary IPs per node
         sn = aws.ec2.Subnet(c.name(plan, f"private-{zone[-1]}"), vpc_id=vpc.id,
                             cidr_block=f"10.0.{i * 64}.0/18", availability_zone_id=zone,
                             map_public_ip_on_launch=False,
                             tags={**tags, "kubernetes.io/role/internal-elb": "1"})
-        aws.ec2.RouteTableAssociation(c.name(plan, f"private-rta-{zone[-1]}"), subnet_id=sn.id,
-                                      route_table_id=private_rt.id)
+        egress.append(aws.ec2.RouteTableAssociation(
+            c.name(plan, f"private-rta-{zone[-1]}"), subnet_id=sn.id,
+            route_table_id=private_rt.id))
         private.append(sn)
     # Datasets and checkpoints go to S3 without paying NAT per-GB charges.
     aws.ec2.VpcEndpoint(c.name(plan, "s3"), vpc_id=vpc.id, vpc_endpoint_type="Gateway",
                         service_name=f"com.amazonaws.{plan.region}.s3",
                         route_table_ids=[private_rt.id], tags=tags)
-    return vpc, private, private[0]
+    return vpc, private, private[0], egress

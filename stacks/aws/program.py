@@ -18,6 +18,7 @@ from stacks import identity
 from stacks.aws import bucket as s3bucket
 from stacks.aws import interruption
 from stacks.aws.network import network as _network
+from stacks.aws.storage import storage
 from stacks import versions
 from stacks.aws.pools import SYSTEM_INSTANCE_TYPE, hugepage_count, node_pools
 
@@ -28,7 +29,7 @@ ROOT_VOLUME_GIB = 200
 # Let `up` wait for the GPU groups' instances: with "0" the stack reports success while the
 # group's launches fail (InsufficientInstanceCapacity), and the capacity fallback never runs.
 # On timeout the AWS provider reads the groups' scaling activities into the error text
-# (reclaunch.providers.aws.scaling_failures), which classify() maps to a capacity kind.
+# (reclaunch.providers.aws.provider.scaling_failures), which classify() maps to a capacity kind.
 WAIT_FOR_CAPACITY = "20m"
 # kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md, "Full Cluster
 # Autoscaler Features Policy": describe calls on "*" (they take no resource), the two
@@ -45,9 +46,23 @@ AUTOSCALER_MUTATE = ["autoscaling:SetDesiredCapacity",
 NOT_KUBELET_FLAGS = ("kubernetes.io/", "node.kubernetes.io/", "eks.amazonaws.com/")
 GPU_AMI_PARAMETER = ("/aws/service/eks/optimized-ami/{version}/amazon-linux-2023/"
                      "x86_64/nvidia/recommended/image_id")
-NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly",
-                 "AmazonEKS_CNI_Policy", "AmazonSSMManagedInstanceCore")
-EKS_ADDONS = ("vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent")
+# docs.aws.amazon.com/eks/latest/userguide/create-node-role.html: image pull through
+# AmazonEC2ContainerRegistryPullOnly (ReadOnly also lists and describes every repository of
+# the account), and the VPC CNI's rights on a role of its own (CNI_POLICY, the vpc-cni
+# add-on's pod identity) rather than on every node.
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly",
+                 "AmazonSSMManagedInstanceCore")
+CNI_POLICY = "AmazonEKS_CNI_Policy"
+# Add-ons made before any node (terraform-aws-modules/terraform-aws-eks `before_compute`:
+# networking and pod identity must be there when a node boots); coredns after the system
+# node group, else it is created with no node to run on and EKS reports it degraded.
+EKS_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns")
+AFTER_NODES = ("coredns",)
+# EKS writes control-plane logs to this group, creating it untagged if it is missing, and
+# nothing deletes it; made here first (terraform-aws-eks aws_cloudwatch_log_group.this), it is
+# tagged for gc and destroyed with the stack.
+LOG_GROUP = "/aws/eks/{cluster}/cluster"
+LOG_RETENTION_DAYS = 30
 def _assume(service: str) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": [{
         "Effect": "Allow", "Principal": {"Service": service},
@@ -55,13 +70,18 @@ def _assume(service: str) -> str:
 
 
 def _role(aws, pulumi, plan, key: str, service: str, policies, tags):
-    role = aws.iam.Role(c.name(plan, key, max_len=64), assume_role_policy=_assume(service),
-                        tags=tags)
+    """(role, its policy attachments): whatever the role's holder creates depends on the
+    attachments too, else it may start before its rights exist (pulumi/pulumi-eks#1819;
+    the aws_eks_node_group example of the Terraform provider's docs)."""
+    role = aws.iam.Role(c.name(plan, key, max_len=64, auto=True),
+                        assume_role_policy=_assume(service), tags=tags)
+    attached = []
     for p in policies:
         arn = p if p.startswith("arn:") else f"arn:aws:iam::aws:policy/{p}"
-        aws.iam.RolePolicyAttachment(c.name(plan, key, p.rsplit("/", 1)[-1], max_len=200),
-                                     role=role.name, policy_arn=arn)
-    return role
+        attached.append(aws.iam.RolePolicyAttachment(
+            c.name(plan, key, p.rsplit("/", 1)[-1], max_len=200), role=role.name,
+            policy_arn=arn))
+    return role, attached
 
 
 def kubelet_labels(labels: dict[str, str]) -> dict[str, str]:
@@ -101,13 +121,22 @@ def _node_user_data(pulumi, cluster, plan: "Plan", pool: c.NodePool):
 
 
 def _interfaces(plan: "Plan", security_groups: list) -> list[dict]:
-    """One interface per network card: EFA on card 0 (carries the IP), EFA-only elsewhere."""
-    base = {"delete_on_termination": "true", "associate_public_ip_address": "false",
-            "security_groups": security_groups}
+    """One interface per network card: EFA with ENA on card 0 (the primary, device index 0,
+    carries the IP), EFA-only on every other card at device index 0.
+
+    Field by field against terraform-aws-modules/terraform-aws-eks modules/self-managed-node-
+    group efa_network_interfaces (enable_efa_only): delete_on_termination, network_card_index
+    and interface_type alike; associate_public_ip_address left out (EC2 refuses the parameter,
+    even false, on a launch with several interfaces: InvalidParameterCombination,
+    hashicorp/terraform-provider-aws#6777, aws/karpenter-provider-aws#5666; our subnets map no
+    public IP anyway); device index 0 on cards >= 1 for EFA-only as
+    docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html now documents (the
+    module still uses 1, the page's earlier layout)."""
+    base = {"delete_on_termination": "true", "security_groups": security_groups}
     nic = c.fabric_facts(plan).nic
     if not nic or not plan.offer or not plan.offer.nics:
         return [{**base, "device_index": 0}]
-    return [{**base, "device_index": 0 if i == 0 else 1, "network_card_index": i,
+    return [{**base, "device_index": 0, "network_card_index": i,
              "interface_type": nic if i == 0 else f"{nic}-only"}
             for i in range(plan.offer.nics)]
 
@@ -187,7 +216,7 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
 
 
 def provision_time() -> str:
-    """--max-node-provision-time: the plan's own figure (planner/data/startup.yaml, aws
+    """--max-node-provision-time: the plan's own figure (providers/aws/facts.py STARTUP,
     provision_timeout), so the plan's notes and the autoscaler wait the same time."""
     from reclaunch.planner.startup import provision_timeout
 
@@ -211,22 +240,28 @@ def program(plan: "Plan") -> None:
     k8s_version = versions.kubernetes_version(plan)
     pools = node_pools(plan)
     system_pool = pools[0]
-    vpc, private, gpu_subnet = _network(aws, pulumi, plan, tags)
+    vpc, private, gpu_subnet, egress = _network(aws, pulumi, plan, tags)
     # Customer key for EKS secrets, FSx and EFS (each service uses it through grants made by
     # the caller); node volumes use aws/ebs (see _launch_template).
     kms = aws.kms.Key(c.name(plan, "kms"), description=f"reclaunch {plan.name}",
                       enable_key_rotation=True, deletion_window_in_days=7, tags=tags)
 
-    cluster_role = _role(aws, pulumi, plan, "cluster-role", "eks.amazonaws.com",
-                         ["AmazonEKSClusterPolicy"], tags)
+    cluster_role, cluster_rights = _role(aws, pulumi, plan, "cluster-role", "eks.amazonaws.com",
+                                         ["AmazonEKSClusterPolicy"], tags)
     # Two node roles. EKS creates the access entry of a managed node group's role itself; a
     # second, explicit AccessEntry for that same role races it (409 ResourceInUseException).
     # The self-managed GPU groups get a role of their own with its own EC2_LINUX entry, as
     # aws-ia/terraform-aws-eks does (modules/self-managed-node-group creates
     # aws_eks_access_entry type EC2_LINUX for its role; modules/eks-managed-node-group none).
-    node_role = _role(aws, pulumi, plan, "node-role", "ec2.amazonaws.com", NODE_POLICIES, tags)
-    gpu_role = _role(aws, pulumi, plan, "gpu-node-role", "ec2.amazonaws.com", NODE_POLICIES,
-                     tags)
+    node_role, node_rights = _role(aws, pulumi, plan, "node-role", "ec2.amazonaws.com",
+                                   NODE_POLICIES, tags)
+    gpu_role, gpu_rights = _role(aws, pulumi, plan, "gpu-node-role", "ec2.amazonaws.com",
+                                 NODE_POLICIES, tags)
+    cni_role, cni_rights = _role(aws, pulumi, plan, "cni-role", "pods.eks.amazonaws.com",
+                                 [CNI_POLICY], tags)
+    logs = aws.cloudwatch.LogGroup(c.name(plan, "eks-logs"),
+                                   name=LOG_GROUP.format(cluster=c.name(plan)),
+                                   retention_in_days=LOG_RETENTION_DAYS, tags=tags)
     cluster = aws.eks.Cluster(
         c.name(plan, "eks"), name=c.name(plan), version=k8s_version,
         role_arn=cluster_role.arn, tags=tags,
@@ -234,10 +269,18 @@ def program(plan: "Plan") -> None:
         access_config={"authentication_mode": "API",
                        "bootstrap_cluster_creator_admin_permissions": True},
         encryption_config={"resources": ["secrets"], "provider": {"key_arn": kms.arn}},
-        enabled_cluster_log_types=["api", "audit", "authenticator"])
+        enabled_cluster_log_types=["api", "audit", "authenticator"],
+        opts=pulumi.ResourceOptions(depends_on=[*cluster_rights, logs]))
     cluster_sg = cluster.vpc_config.cluster_security_group_id
-    addons = [aws.eks.Addon(c.name(plan, a), cluster_name=cluster.name, addon_name=a, tags=tags,
-                            resolve_conflicts_on_update="OVERWRITE") for a in EKS_ADDONS]
+
+    def addon(name: str, after: list):   # the VPC CNI's rights: its own role (CNI_POLICY)
+        identity = ({"pod_identity_associations": [{"role_arn": cni_role.arn,
+                                                    "service_account": "aws-node"}]}
+                    if name == "vpc-cni" else {})
+        return aws.eks.Addon(c.name(plan, name), cluster_name=cluster.name, addon_name=name,
+                             tags=tags, resolve_conflicts_on_update="OVERWRITE", **identity,
+                             opts=pulumi.ResourceOptions(depends_on=after))
+    addons = {a: addon(a, cni_rights) for a in EKS_ADDONS if a not in AFTER_NODES}
 
     system_lt = _launch_template(aws, plan, "system", tags=tags, instance_type=None)
     system = aws.eks.NodeGroup(
@@ -248,7 +291,10 @@ def program(plan: "Plan") -> None:
         launch_template={"id": system_lt.id, "version": system_lt.latest_version},
         scaling_config={"min_size": system_pool.min_nodes, "desired_size": system_pool.desired,
                         "max_size": system_pool.max_nodes},
-        labels=kubelet_labels(system_pool.labels))
+        labels=kubelet_labels(system_pool.labels),
+        opts=pulumi.ResourceOptions(depends_on=[*node_rights, *egress, *addons.values()]))
+    addons.update({a: addon(a, [system]) for a in AFTER_NODES})
+    addons = list(addons.values())
 
     # GPU nodes: all traffic within the EFA group (EFA needs it in both directions), and
     # egress anywhere through the NAT. No ingress from outside the VPC, no SSH (use SSM).
@@ -293,16 +339,16 @@ def program(plan: "Plan") -> None:
             capacity_rebalance=pool.spot, wait_for_capacity_timeout=WAIT_FOR_CAPACITY,
             tags=[{"key": k, "value": v, "propagate_at_launch": True}
                   for k, v in _asg_tags(plan, pool, tags).items()],
-            opts=pulumi.ResourceOptions(ignore_changes=["desired_capacity"],
-                                        depends_on=[cluster, gpu_access, *addons]))
+            opts=pulumi.ResourceOptions(ignore_changes=["desired_capacity"], depends_on=[
+                cluster, gpu_access, *addons, *gpu_rights, *egress]))
 
     kubeconfig = pulumi.Output.all(cluster.endpoint, cluster.certificate_authority.data,
                                    cluster.name).apply(lambda a: _kubeconfig(*a, plan.region))
     provider = k8s.Provider(c.name(plan, "k8s"), kubeconfig=kubeconfig,
                             opts=pulumi.ResourceOptions(depends_on=[system, *addons]))
     account = aws.get_caller_identity().account_id
-    ca_role = _role(aws, pulumi, plan, "autoscaler-role", "pods.eks.amazonaws.com", [], tags)
-    aws.iam.RolePolicy(c.name(plan, "autoscaler-policy", max_len=128), role=ca_role.id,
+    ca_role, _ = _role(aws, pulumi, plan, "autoscaler-role", "pods.eks.amazonaws.com", [], tags)
+    aws.iam.RolePolicy(c.name(plan, "autoscaler-policy", max_len=128, auto=True), role=ca_role.id,
                        policy=_autoscaler_policy(plan, account))
     aws.eks.PodIdentityAssociation(c.name(plan, "autoscaler-pia"), cluster_name=cluster.name,
                                    namespace="kube-system", service_account="cluster-autoscaler",
@@ -318,15 +364,16 @@ def program(plan: "Plan") -> None:
         facts=lambda a: versions.pinned_facts(a, k8s_version))
 
     if interruption.wanted(plan):   # spot: drain on the 2-minute warning (interruption.py)
-        nth_role = _role(aws, pulumi, plan, "nth-role", "pods.eks.amazonaws.com", [], tags)
+        nth_role, _ = _role(aws, pulumi, plan, "nth-role", "pods.eks.amazonaws.com", [], tags)
         installed["aws-node-termination-handler"] = interruption.install(
             aws, pulumi, k8s, plan, tags=tags, cluster=cluster, groups=groups,
             provider=provider, role=nth_role, depends_on=[system], account=account)
     ns = c.JobNamespace(k8s, pulumi, plan, provider)
-    storage_id = _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
+    storage_id = storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster,
                           kms, provider, list(installed.values()), ns)
     if identity.grants(plan):   # checkpoints in S3: the job's own Pod Identity (bucket.py)
-        trainer_role = _role(aws, pulumi, plan, "trainer-role", "pods.eks.amazonaws.com", [], tags)
+        trainer_role, _ = _role(aws, pulumi, plan, "trainer-role", "pods.eks.amazonaws.com", [],
+                                tags)
         storage_id = s3bucket.bucket_and_identity(
             aws, pulumi, k8s, plan, tags=tags, kms=kms, cluster=cluster, provider=provider,
             namespace=ns, role=trainer_role, depends_on=[system]) or storage_id
@@ -349,47 +396,3 @@ def _kubeconfig(endpoint: str, ca: str, cluster_name: str, region: str) -> str:
             "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws",
             "args": ["eks", "get-token", "--cluster-name", cluster_name,
                      "--region", region]}}}]})
-
-
-def _storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, kms,
-             provider, addons, ns):
-    cluster_sg = cluster.vpc_config.cluster_security_group_id
-    kind = plan.spec.storage.kind
-    if kind == "cephfs":
-        return c.cephfs_storage_class(k8s, pulumi, plan, provider).metadata["name"]
-    ports = {"fsx-lustre": [(988, 988), (1018, 1023)], "efs": [(2049, 2049)]}.get(kind)
-    if not ports:
-        return None
-    sg = aws.ec2.SecurityGroup(
-        c.name(plan, kind), vpc_id=vpc.id, description=f"{kind} from cluster nodes", tags=tags,
-        ingress=[{"protocol": "tcp", "from_port": a, "to_port": b,
-                  "security_groups": [cluster_sg], "self": True} for a, b in ports],
-        egress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True,
-                 "security_groups": [cluster_sg]}])
-    if kind == "fsx-lustre":
-        # PERSISTENT_2 sells 1200 GiB then 2400 GiB steps (the plan prices the same rounding,
-        # one function); encrypted at rest with our key.
-        from reclaunch.planner.storage_size import billed_gib
-
-        gib = int(billed_gib("fsx-lustre", plan.spec.storage.size))
-        fs = aws.fsx.LustreFileSystem(
-            c.name(plan, "fsx"), storage_capacity=gib, subnet_ids=gpu_subnet.id,
-            security_group_ids=[sg.id], deployment_type="PERSISTENT_2",
-            per_unit_storage_throughput=250, data_compression_type="LZ4",
-            file_system_type_version="2.15", kms_key_id=kms.arn, tags=tags)
-        c.data_volume(k8s, pulumi, plan, provider, namespace=ns, driver="fsx.csi.aws.com", handle=fs.id,
-                      capacity_gib=gib, depends_on=addons,
-                      attributes={"dnsname": fs.dns_name, "mountname": fs.mount_name})
-        return fs.id
-    fs = aws.efs.FileSystem(c.name(plan, "efs"), encrypted=True, kms_key_id=kms.arn,
-                            throughput_mode="elastic", performance_mode="generalPurpose",
-                            tags=tags)
-    for sn, zone in zip(private, ("a", "b", "c")):
-        aws.efs.MountTarget(c.name(plan, "efs-mt", zone), file_system_id=fs.id,
-                            subnet_id=sn.id, security_groups=[sg.id])
-    efs_csi = aws.eks.Addon(c.name(plan, "efs-csi"), cluster_name=cluster.name,
-                            addon_name="aws-efs-csi-driver", tags=tags)
-    c.data_volume(k8s, pulumi, plan, provider, namespace=ns, driver="efs.csi.aws.com", handle=fs.id,
-                  capacity_gib=c.storage_gib(plan, 1024), depends_on=[efs_csi])
-    return fs.id
-

@@ -6,7 +6,7 @@ Compared field by field with learn.microsoft.com/azure/aks/workload-identity-dep
 (program.py); a user-assigned managed identity; a federated identity credential with
 issuer = the cluster's OIDC issuer URL, subject `system:serviceaccount:NAMESPACE:KSA`, audience
 `api://AzureADTokenExchange`; the ServiceAccount annotated `azure.workload.identity/client-id`;
-the pods labelled `azure.workload.identity/use: "true"` (stacks/identity.POD_LABELS). The role
+the pods labelled `azure.workload.identity/use: "true"` (stacks/azure/identity.py). The role
 is Storage Blob Data Contributor at the container's scope, the finest RBAC scope for blobs
 (learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access). The account: no
 public blob access, no shared-key access (so no account key exists to leak; adlfs and the
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from reclaunch.spec.buckets import grant_scope
 from stacks import common as c
 from stacks import identity
-from stacks.identity import account_name
+from stacks.azure.identity import account_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -71,9 +72,9 @@ def bucket_and_identity(az: Any, pulumi: Any, k8s: Any, plan: "Plan", *, rg: Any
     for i, g in enumerate(identity.grants(plan)):
         if account is not None and g.write:
             scope = pulumi.Output.concat(account.id, f"/blobServices/default/containers/{g.url.bucket}")
-        elif str(plan.spec.storage.existing or "").startswith("/subscriptions/"):
-            scope = f"{plan.spec.storage.existing}/blobServices/default/containers/{g.url.bucket}"
-        else:
+        elif account_id := grant_scope(g.url, plan.spec.storage.existing):
+            scope = f"{account_id}/blobServices/default/containers/{g.url.bucket}"
+        else:   # security.bucket_grants: manual (validate refuses this otherwise)
             c.warn(f"{g.url.url}: grant the job's identity (reclaunch {plan.name} trainer-id) "
                    "Storage Blob Data access on that container yourself, or set storage.existing "
                    "to the storage account's resource id")

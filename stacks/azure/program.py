@@ -104,13 +104,36 @@ def non_interactive(kubeconfig: str) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+TEMPLATE = "k8s.io_cluster-autoscaler_node-template"
+
+
+def _tag_key(name: str) -> str:
+    """A label, taint or resource name as the azure provider's template reads it back from a
+    tag name (azure_template.go: "_" -> "/", then "~2" -> "_" for labels and taints; tags take
+    no "/"). Resource names decode "~2" to "/" too, so one with "_" cannot be written: none of
+    the fabric profiles' resources (rdma/ib, nvidia.com/gpu, hugepages-2Mi) has one."""
+    return name.replace("_", "~2").replace("/", "_")
+
+
 def _template_tags(plan: "Plan", pool: c.NodePool) -> dict[str, str]:
-    """What a node of the pool will have allocatable, for the cluster autoscaler's template of
-    a scale set at zero (kubernetes/autoscaler cluster-autoscaler/cloudprovider/azure/README.md
-    "Resources": VMSS tags override the instance type's nominal figures "to account for system
-    reserved resources"; AKS puts a node pool's tags on its scale set)."""
-    return {f"k8s.io_cluster-autoscaler_node-template_resources_{k}": v
-            for k, v in c.node_template(plan, pool).items()}
+    """The cluster autoscaler's template of a scale set at zero, which is all it knows of a
+    pool no node of which exists yet (the regular pool starts at zero; a spot pool drained to
+    zero is the same): what a node will have allocatable (kubernetes/autoscaler cluster-
+    autoscaler/cloudprovider/azure/README.md "Resources": VMSS tags override the instance
+    type's nominal figures; AKS puts a node pool's tags on its scale set), the extended
+    resources the job's pods request (rdma/ib from the IB device plugin, GPUs), and the labels
+    and taints the pods select on and tolerate. azure_template.go reads them:
+    extractAllocatableResourcesFromScaleSet, extractLabelsFromTags, extractTaintsFromTags.
+    Without the resources no template fits a pod asking rdma/ib: 8, and the pool never grows."""
+    from stacks.fabric_facts import fabric_profile
+
+    resources = {**c.node_template(plan, pool), **pool.hugepages,
+                 "nvidia.com/gpu": str(plan.gpus_per_node),
+                 **{k: str(v) for k, v in fabric_profile(plan).resources.items()}}
+    return {**{f"{TEMPLATE}_resources_{_tag_key(k)}": v for k, v in resources.items()},
+            **{f"{TEMPLATE}_label_{_tag_key(k)}": v for k, v in pool.labels.items()},
+            **{f"{TEMPLATE}_taint_{_tag_key(t['key'])}": f"{t['value']}:{t['effect']}"
+               for t in pool.taints}}
 
 
 def program(plan: "Plan") -> None:
@@ -165,7 +188,7 @@ def program(plan: "Plan") -> None:
             "agentPoolProfiles[0].enableEncryptionAtHost"]))
     # The identity running `up` administers the cluster through Azure RBAC.
     # principal_type: the SDK's default is User; `up` run as a service principal passes
-    # reclaunch:principalType=ServicePrincipal (reclaunch.providers.azure.stack_config).
+    # reclaunch:principalType=ServicePrincipal (reclaunch.providers.azure.provider.stack_config).
     kind = pulumi.Config("reclaunch").get("principalType") or "User"
     admin = az.authorization.RoleAssignment(
         c.name(plan, "rbac-admin"), scope=aks.id, principal_id=client.object_id,

@@ -5,23 +5,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from reclaunch.planner.storage_size import billed_gib
+# The SKUs' steps and the one the stack creates are facts of the storage kind (its steps come
+# from them). A size between steps is rounded up, with a warning.
+from reclaunch.providers.azure.facts import AMLFS_SKU, AMLFS_SKUS
 from stacks import common as c
+from stacks.azure.identity import account_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
-
-# Azure Managed Lustre sells capacity per SKU in fixed steps, from one step up to a maximum
-# (learn.microsoft.com/azure/azure-managed-lustre/amlfs-overview, "Throughput configurations":
-# Premium-40: 48 TiB steps up to 768 TiB; Premium-125: 16 TiB up to 128 TiB; Premium-250:
-# 8 TiB up to 128 TiB; Premium-500: 4 TiB up to 128 TiB; larger by support request).
-# Dated 2026-11-30. A size between steps is rounded up, with a warning.
-AMLFS_SKUS = {  # sku -> (step TiB, max TiB)
-    "AMLFS-Durable-Premium-40": (48, 768),
-    "AMLFS-Durable-Premium-125": (16, 128),
-    "AMLFS-Durable-Premium-250": (8, 128),
-    "AMLFS-Durable-Premium-500": (4, 128),
-}
-AMLFS_SKU = "AMLFS-Durable-Premium-250"
 
 
 def amlfs_capacity_tib(size_bytes: int | None, sku: str = AMLFS_SKU) -> tuple[int, str | None]:
@@ -45,8 +37,13 @@ def storage(az, pulumi, k8s, plan: "Plan", rg, vnet, subnet, nsg, tags, provider
     if kind == "azure-files":
         # NFS premium share: encrypted at rest (always), reachable only from the node subnet
         # through its service endpoint.
+        # Named, not auto-named: azure-native appends 8 characters to a logical name, past
+        # the 24 a storage account may have for any cluster name over 11 letters
+        # (pulumi/pulumi-azure-native#4294). A stack made before keeps its account: a new
+        # name would replace it, and the share's data with it.
         account = az.storage.StorageAccount(
-            c.name(plan, "files").replace("-", "")[:24], resource_group_name=rg.name,
+            c.name(plan, "files").replace("-", "")[:24], account_name=account_name(plan, "files"),
+            resource_group_name=rg.name, opts=pulumi.ResourceOptions(ignore_changes=["accountName"]),
             kind="FileStorage", sku={"name": "Premium_LRS"}, tags=tags,
             enable_https_traffic_only=False,   # NFS 4.1 does not use HTTPS; network-restricted
             minimum_tls_version="TLS1_2", allow_blob_public_access=False,
@@ -55,7 +52,7 @@ def storage(az, pulumi, k8s, plan: "Plan", rg, vnet, subnet, nsg, tags, provider
                         "services": {"file": {"enabled": True, "key_type": "Account"}}},
             network_rule_set={"default_action": "Deny", "virtual_network_rules": [
                 {"virtual_network_resource_id": subnet.id}]})
-        gib = c.storage_gib(plan, 100)
+        gib = int(billed_gib(kind, plan.spec.storage.size))   # the kind's steps (its facts)
         share = az.storage.FileShare(c.name(plan, "data"), resource_group_name=rg.name,
                                      account_name=account.name, share_name="data",
                                      enabled_protocols="NFS", root_squash="NoRootSquash",

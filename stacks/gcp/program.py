@@ -93,29 +93,48 @@ def reservation_affinity(plan: "Plan") -> dict | None:
 
 
 def _fabric_networks(gcp, plan: "Plan", zone: str, project: str):
-    """(name, network, subnet) per extra NIC; none for plain Ethernet fabrics."""
+    """(GKE network name, VPC, subnet, deviceMode) per extra NIC; none for plain Ethernet.
+
+    A RoCE fabric's NICs share one zonal VPC with the zone's RoCE network profile, one subnet
+    per NIC (cloud.google.com/vpc/docs/rdma-network-profiles). Field by field against Cluster
+    Toolkit examples/gke-a3-ultragpu/gke-a3-ultragpu.yaml (modules/network/gpu-rdma-vpc):
+    network_profile <zone>-vpc-roce, subnetworks_template count 8 (one per RDMA NIC) in the
+    region, no firewall rules (RoCE VPCs take none); its -rdma-net / -rdma-sub names are ours
+    as <cluster>-rdma and <cluster>-rdma-sub-<i>. Each subnet still gets a GKE Network of its
+    own (named by reclaunch.fabric.gke_networks, which the pods' annotation lists). Only the
+    RDMA NICs are RDMA devices; the gVNIC beside them is a NetDevice (GKE's A3 Ultra
+    GKENetworkParamSet gvnic-1)."""
     from reclaunch.fabric import get_profile, gke_networks
 
     fab = c.fabric_facts(plan)
-    out = []
-    for i, entry in enumerate(n for n in gke_networks(get_profile(plan.fabric), plan.name)
-                              if n["network"] != "default"):
-        net_name = entry["network"]
-        roce = fab.roce and "-rdma-" in net_name
-        net = gcp.compute.Network(
-            net_name, name=net_name, auto_create_subnetworks=False,
-            mtu=(fab.mtu or DEFAULT_MTU) if "gvnic" not in net_name else 8896,
-            network_profile=(f"projects/{project}/global/networkProfiles/{zone}-vpc-roce"
-                             if roce else None))
-        sub = gcp.compute.Subnetwork(f"{net_name}-sub", name=f"{net_name}-sub", network=net.id,
-                                     region=plan.region, ip_cidr_range=f"192.168.{i}.0/24",
-                                     private_ip_google_access=True)
-        if not roce:  # RoCE VPCs take no firewall rules
-            gcp.compute.Firewall(f"{net_name}-internal", network=net.id,
+    out, roce_vpc, roce_subs = [], None, []
+    entries = [n for n in gke_networks(get_profile(plan.fabric), plan.name)
+               if n["network"] != "default"]
+    for i, entry in enumerate(entries):
+        gke_name = entry["network"]
+        roce = fab.roce and "-rdma-" in gke_name
+        if roce and roce_vpc is None:
+            vpc_name = c.name(plan, "rdma")
+            roce_vpc = gcp.compute.Network(
+                vpc_name, name=vpc_name, auto_create_subnetworks=False,
+                mtu=fab.mtu or DEFAULT_MTU, routing_mode="REGIONAL",
+                network_profile=f"projects/{project}/global/networkProfiles/{zone}-vpc-roce")
+        if roce:
+            net, sub_name = roce_vpc, c.name(plan, "rdma-sub", str(len(roce_subs)))
+            roce_subs.append(sub_name)
+        else:
+            net = gcp.compute.Network(
+                gke_name, name=gke_name, auto_create_subnetworks=False,
+                mtu=(fab.mtu or DEFAULT_MTU) if "gvnic" not in gke_name else 8896)
+            sub_name = f"{gke_name}-sub"
+            gcp.compute.Firewall(f"{gke_name}-internal", network=net.id,
                                  source_ranges=["192.168.0.0/16"],
                                  allows=[{"protocol": "tcp"}, {"protocol": "udp"},
                                          {"protocol": "icmp"}])
-        out.append((net_name, net, sub))
+        sub = gcp.compute.Subnetwork(sub_name, name=sub_name, network=net.id,
+                                     region=plan.region, ip_cidr_range=f"192.168.{i}.0/24",
+                                     private_ip_google_access=True)
+        out.append((gke_name, net, sub, fab.device_mode if roce or not fab.roce else "NetDevice"))
     return out
 
 
@@ -152,10 +171,17 @@ def program(plan: "Plan") -> None:
         gcp.projects.IAMMember(c.name(plan, role.split("/")[1]), project=project, role=role,
                                member=node_member)
     repo = registry.repository(plan.spec.job.image)
-    if repo is not None:   # the job image's repository: pull there, nowhere else
+    if repo is not None and repo.project == project:   # pull there, nowhere else
         gcp.artifactregistry.RepositoryIamMember(
             c.name(plan, "image-pull"), project=repo.project, location=repo.location,
             repository=repo.repository, role=IMAGE_PULL_ROLE, member=node_member)
+    elif repo is not None:
+        # Not ours to grant on: setIamPolicy on another project's repository is a 403 for
+        # anyone but its owners (Google's public images need no grant at all).
+        c.warn(f"{plan.spec.job.image}: its repository is in project {repo.project}, not "
+               f"{project}: no image-pull grant; if it is private, grant "
+               f"{IMAGE_PULL_ROLE} on it to {c.name(plan, 'nodes', max_len=30)}@{project}"
+               ".iam.gserviceaccount.com")
     endpoint, authorized = master_access(plan)
     pools = node_pools(plan)
     system_pool = pools[0]
@@ -217,7 +243,7 @@ def program(plan: "Plan") -> None:
             management={"auto_repair": True, "auto_upgrade": False},
             upgrade_settings={"max_surge": 0, "max_unavailable": 1},
             network_config={"enable_private_nodes": True, "additional_node_network_configs": [
-                {"network": net.name, "subnetwork": sub.name} for _, net, sub in extra_nets]},
+                {"network": net.name, "subnetwork": sub.name} for _, net, sub, _ in extra_nets]},
             node_config={
                 **node_common, "machine_type": pool.instance_type,
                 "spot": pool.spot, "disk_type": "pd-ssd", "disk_size_gb": 200,
@@ -237,11 +263,10 @@ def program(plan: "Plan") -> None:
     provider = k8s.Provider(c.name(plan, "k8s"), kubeconfig=kubeconfig,
                             opts=pulumi.ResourceOptions(depends_on=[system]))
     kopts = pulumi.ResourceOptions(provider=provider)
-    for name, net, sub in extra_nets:  # the GKE side of multi-networking
+    for name, net, sub, mode in extra_nets:  # the GKE side of multi-networking
         k8s.apiextensions.CustomResource(f"{name}-params", api_version="networking.gke.io/v1",
             kind="GKENetworkParamSet", metadata={"name": name},
-            spec={"vpc": net.name, "vpcSubnet": sub.name,
-                  "deviceMode": c.fabric_facts(plan).device_mode},
+            spec={"vpc": net.name, "vpcSubnet": sub.name, "deviceMode": mode},
             opts=kopts)
         k8s.apiextensions.CustomResource(f"{name}-network", api_version="networking.gke.io/v1",
             kind="Network", metadata={"name": name},
@@ -270,7 +295,7 @@ def program(plan: "Plan") -> None:
     pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
     pulumi.export("cluster_name", cluster.name)
     pulumi.export("node_pools", [p.cloud_name for p in pools if p.role == "gpu"])
-    pulumi.export("gpu_networks", [n for n, _, _ in extra_nets])
+    pulumi.export("gpu_networks", [n for n, *_ in extra_nets])
     pulumi.export("storage_id", storage_id)
     pulumi.export("addons", sorted(installed))
 
@@ -295,19 +320,12 @@ def _kubeconfig(endpoint: str, ca: str, name: str) -> str:
             "command": "gke-gcloud-auth-plugin", "provideClusterInfo": True}}}]})
 
 
-# Filestore ZONAL capacity (cloud.google.com/filestore/docs/service-tiers, "Zonal"): 1 TiB to
-# 9.75 TiB in 256 GiB steps, then 10 TiB to 100 TiB in 2.5 TiB steps (11 TiB is rejected).
-ZONAL_SMALL = (1024, 9984, 256)          # GiB: min, max, step
-ZONAL_LARGE = (10240, 102400, 2560)
-
-
 def filestore_gib(plan: "Plan") -> int:
-    """What to ask Filestore ZONAL for: `storage.size` rounded up to the next size it sells."""
-    gib = c.storage_gib(plan, ZONAL_SMALL[0], ZONAL_SMALL[2])
-    if gib <= ZONAL_SMALL[1]:
-        return gib
-    lo, hi, step = ZONAL_LARGE
-    return min(hi, max(lo, c.storage_gib(plan, lo, step)))
+    """What to ask Filestore ZONAL for: `storage.size` rounded up to the next size it sells
+    (the kind's steps, providers/gcp/facts.py; the plan prices the same)."""
+    from reclaunch.planner.storage_size import billed_gib
+
+    return int(billed_gib(plan.spec.storage.kind, plan.spec.storage.size))
 
 
 def _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider, ns):

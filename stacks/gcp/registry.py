@@ -8,7 +8,10 @@ Image names (cloud.google.com/artifact-registry/docs/docker/names):
 Artifact Registry repositories named after the host (cloud.google.com/artifact-registry/docs/
 transition/gcr-repositories: gcr.io and us.gcr.io in `us`, eu.gcr.io in `europe`, asia.gcr.io
 in `asia`). Images from anywhere else (ghcr.io, Docker Hub, Google's public GPUDirect images)
-need no grant: the nodes reach them through Cloud NAT.
+need no grant: the nodes reach them through Cloud NAT. The stack grants only on a repository
+in the project it deploys to (stacks/gcp/program.py): another project's repository is its
+owners' to share (Google's public Deep Learning Containers need no grant, and a grant there
+is a 403).
 """
 
 from __future__ import annotations

@@ -43,13 +43,17 @@ def test_an_s3_bucket_the_stack_would_create_must_not_belong_to_anyone_else(s3):
     assert foreign(bucket_plan("aws", kind="none"), s3.client) == []   # the user's own: no bucket made
 
 
-# A container of the user's names its account (the stack makes none to hold it).
+# A container of the user's names its account (the stack makes none to hold it), and
+# storage.existing the account's resource id (the scope of the job's role assignment).
 OWN = {"aws": None, "gcp": None, "azure": "abfs://ckpt@acmeckpt.dfs.core.windows.net/run-1"}
+ACCOUNT_ID = ("/subscriptions/0000/resourceGroups/acme/providers/Microsoft.Storage/"
+              "storageAccounts/acmeckpt")
 
 
 @pytest.mark.parametrize("cloud", sorted(OWN))
 def test_a_named_bucket_gets_no_bucket_resource_and_nothing_is_imported(previews, cloud):
-    plan, res = previews(cloud, kind="none", url=OWN[cloud])
+    plan, res = previews(cloud, kind="none", url=OWN[cloud],
+                         existing=ACCOUNT_ID if cloud == "azure" else None)
     assert not [r for r in res if r["type"].endswith((":Bucket", ":BucketV2", ":StorageAccount"))
                 and "ckpt" in r["name"]]
     assert not [r for r in res if r["import_id"]]
@@ -80,7 +84,7 @@ def test_up_refuses_a_bucket_it_would_take_over_before_anything_exists(s3):  # n
     """`up` of storage.kind: bucket naming a bucket the user already has, in us-east-1 where S3
     would answer the create with 200: exit 2 before the engine runs; the objects stay."""
     from reclaunch.errors import UsageError
-    from reclaunch.providers import aws
+    from reclaunch.providers.aws import provider as aws
     from reclaunch.runtime.infra import Infra
 
     class NoEngine(Infra):

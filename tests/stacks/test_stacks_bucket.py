@@ -17,12 +17,15 @@ BASE = {"aws": "aws-spot-bucket.yaml", "gcp": "gcp-dcnv2-a3mega.yaml", "azure": 
 
 
 def bucket_plan(cloud: str, *, kind: str = "bucket", data: str | None = None,
-                expire: int | None = None, url: str | None = None):
+                expire: int | None = None, url: str | None = None,
+                existing: str | None = None, grants: str | None = None):
     from reclaunch.planner import make_plan
     from reclaunch.spec import parse_spec
 
     doc = yaml.safe_load((EXAMPLES / BASE[cloud]).read_text())
-    doc["storage"] = {"kind": kind}
+    doc["storage"] = {"kind": kind, **({"existing": existing} if existing else {})}
+    if grants:
+        doc.setdefault("security", {})["bucket_grants"] = grants
     doc["spot"] = {"enabled": True}
     doc["job"]["checkpoint"] = {"path": url or URLS[cloud], "every_minutes": 15,
                                 **({"expire_days": expire} if expire else {})}
@@ -112,7 +115,7 @@ def test_gcp_bucket_and_workload_identity(previews):
 
 
 def test_azure_account_container_and_federated_identity(previews):
-    from stacks.bucket_policy import BLOB_DATA_ROLES
+    from stacks.azure.policy import BLOB_DATA_ROLES
     from stacks.policy import check
 
     plan, res = previews("azure")

@@ -28,7 +28,7 @@ class FakeASG:
 
 def test_failed_scaling_activities_become_a_capacity_error():
     from reclaunch.runtime.infra import InfraError, with_diagnosis
-    from reclaunch.providers.aws import ERRORS, scaling_failures
+    from reclaunch.providers.aws.provider import ERRORS, scaling_failures
     from reclaunch.providers.kubecloud import CAPACITY, classify
 
     plan = make_plan("aws")
@@ -152,7 +152,7 @@ def test_kubeconfig_logs_in_without_a_prompt():
 def test_principal_type_from_the_cli():
     from types import SimpleNamespace
 
-    from reclaunch.providers.azure import principal_type
+    from reclaunch.providers.azure.provider import principal_type
 
     assert principal_type(lambda *a, **k: SimpleNamespace(stdout="servicePrincipal\n")) == \
         "ServicePrincipal"

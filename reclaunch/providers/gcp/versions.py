@@ -5,7 +5,6 @@ Our clusters use no channel (stacks/gcp/program.py), so the channel lists do not
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -16,17 +15,9 @@ ENDPOINT = "https://container.googleapis.com"
 
 def offered(plan: "Plan", session: Any = None, project: str | None = None,
             endpoint: str = ENDPOINT) -> list[str]:
-    if session is None:
-        import google.auth
-        from google.auth.transport.requests import AuthorizedSession
+    from reclaunch.providers.gcp.auth import session_and_project
 
-        creds, found = google.auth.default(
-            scopes=["https://www.googleapis.com/auth/cloud-platform"])
-        session, project = AuthorizedSession(creds), project or found
-    project = project or os.environ.get("GOOGLE_CLOUD_PROJECT") or \
-        os.environ.get("CLOUDSDK_CORE_PROJECT")
-    if not project:
-        raise LookupError("no Google Cloud project (set GOOGLE_CLOUD_PROJECT)")
+    session, project = session_and_project(session, project)
     r = session.get(f"{endpoint}/v1/projects/{project}/locations/{plan.region}/serverConfig",
                     timeout=30)
     r.raise_for_status()
