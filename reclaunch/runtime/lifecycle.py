@@ -210,6 +210,10 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
     from reclaunch.runtime.spot_fallback import SpotWatch, move_to_on_demand
     spot = SpotWatch(rec)    # a spot job its pools' fabrics pin to spot (runtime/spot_fallback.py)
     while True:
+        if not journal.path.exists():   # home or journal removed: nothing left to record or watch
+            gone = f"its journal {journal.path} is gone; stopped watching, nothing destroyed"
+            env.out().print(f"{rec.name}: {gone}", markup=False)
+            return _status_obj(rec.name, rec.cloud, "Unknown", gone)
         why = "no readable job object"
         try:
             state = job_state(kube.job(rec.namespace, rec.job_name, kind=rec.job_kind))

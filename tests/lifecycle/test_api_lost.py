@@ -85,3 +85,42 @@ def test_unreachable_gap_does_not_count_as_idle(world, plan):
     # 10 observed idle minutes, 2 h unreachable, then 20 more observed minutes
     assert world.clock.t - t0 >= (10 + 120 + 20) * 60
     assert "no running job for 30 min" in Journal(p.name).last("destroy")["message"]
+
+
+def test_watch_stops_when_the_journal_is_gone(world, plan):
+    """RECLAUNCH_HOME or the journal removed: nothing is left to record or to watch; the loop
+    ends (bounded), destroys nothing and does not write the journal back."""
+    lifecycle.up(plan, world.env(), yes=True)
+    journal = Journal(plan.name)
+    calls = []
+    real = world.kube.job
+
+    def job(*a, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            journal.path.unlink()
+        return real(*a, **kw)
+    world.kube.job = job
+    st = lifecycle.watch_job(journal.record(), world.env(poll_seconds=60), max_polls=1000)
+    assert len(calls) <= 4 and world.infra.destroys == 0 and world.cloud.tagged(plan.name)
+    assert "journal" in st.message and not journal.path.exists()
+
+
+def test_watcher_process_leaves_a_removed_home_removed(monkeypatch, tmp_path):
+    import shutil
+
+    from reclaunch import providers
+    from reclaunch.providers import watcher
+    from reclaunch.runtime.journal import ClusterRecord
+    from reclaunch.runtime.states import JobStatus
+    from reclaunch.home import root
+
+    Journal("gone").save_record(ClusterRecord(name="gone", cloud="kubernetes"))
+
+    class Removed:
+        def watch(self, name, backend=None):
+            shutil.rmtree(root())    # `rm -rf ~/.reclaunch` while it watched
+            return JobStatus(name=name, cloud="kubernetes", state="Unknown", message="journal gone")
+    monkeypatch.setattr(providers, "get", lambda cloud: Removed())
+    assert watcher.main(["watch", "gone"]) == 0
+    assert not root().exists()
