@@ -98,7 +98,7 @@ def profile_for(cloud: str, instance_type: str | None, inter_node: str = "auto",
     instance_type = instance_type or ""
     cpu = _match(cloud, instance_type, "gloo")
     if cpu is not None:   # a CPU target (cloud: local): gloo whatever inter_node says
-        return _resolve(cpu[0], cpu[1], instance_type or "local")
+        return _resolve(cpu[0], cpu[1], instance_type or cloud)
     if inter_node not in ("auto", *clouds.selectable_fabrics()):
         raise PlanError(f"unknown interconnect.inter_node {inter_node!r}",
                         hint="one of auto, " + ", ".join(clouds.selectable_fabrics()))

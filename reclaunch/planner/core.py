@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reclaunch import host
+from reclaunch import clouds, host
 from reclaunch.errors import PlanError, SpecError  # noqa: F401
 from reclaunch.planner import cost as costmod
 from reclaunch.planner import uncertainty
@@ -57,7 +57,7 @@ def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str,
     c = constants()
     perf = c["perf"]
     if offer is None:  # cloud: local — CPU processes over gloo, clearly rough constants
-        loc = c["local"]
+        loc = c[clouds.here().name]   # planner.yaml's section for the target that runs here
         world = spec.nodes * spec.gpus_per_node
         cap = host.ram_bytes() // max(world, 1)
         hw = Hardware(hbm_gbs=loc["memory_gbs_per_process"], peak_tflops=loc["cpu_gflops_per_process"] / 1e3,
@@ -199,9 +199,8 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
         "planner_data_version": c["version"],
         "catalog_version": cat.version,
         "gpu": (cat.gpu(offer.gpu)._asdict() if offer is not None else
-                {"cpu_gflops_per_process": c["local"]["cpu_gflops_per_process"],
-                 "memory_gbs_per_process": c["local"]["memory_gbs_per_process"],
-                 "source": c["local"]["source"]}),
+                {k: c[clouds.here().name][k] for k in ("cpu_gflops_per_process",
+                                                         "memory_gbs_per_process", "source")}),
         "hbm_gbs_effective": hw.hbm_gbs, "peak_tflops": hw.peak_tflops,
         "gemm_efficiency": hw.utilisation, "hbm_efficiency": c["perf"]["hbm_efficiency"],
         "step_overhead_seconds": step_overhead_seconds(hw.device, spec.job.execution,
@@ -229,6 +228,12 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     notice = c["spot"]["reclaim_notice_seconds"].get(cloud) if spec.spot.enabled else None
     if notice:   # what a reclaim leaves the SIGTERM checkpoint (the cloud's facts); the trainer warns past it
         consts["reclaim_notice_seconds"] = notice
+        if notice < c["spot"]["short_notice_seconds"]:
+            every = spec.job.checkpoint.every_minutes
+            warnings.append(f"a spot reclaim on {cloud} leaves the pods {notice:g} s from SIGTERM to "
+                            "SIGKILL, too short to count on the save on SIGTERM: only the periodic "
+                            f"checkpoints (every {every:g} min) protect the work, up to {every:g} "
+                            "min of it lost per reclaim")
     if is_url(spec.job.checkpoint.path):   # checkpoints in a bucket (else bucket_cost is not imported)
         from reclaunch.planner.bucket_cost import checkpoint_cost, notice_warning as bucket_notice
         ck = checkpoint_cost(spec, cloud, nodes, world, hours)

@@ -140,7 +140,7 @@ def host_work(spec, device: str, dense_layers: int) -> Host:
     from reclaunch.spec.stacks import assumed
 
     if device == "cpu":   # cloud: local: one process computes and dispatches, in turn
-        return Host(float(constants()["local"]["step_overhead_seconds"]), 0.0, False)
+        return Host(float(_cpu()["step_overhead_seconds"]), 0.0, False)
     c = _p()
     st = assumed(spec.job)
     per = float(c["kernel_launch_seconds"][spec.job.execution])
@@ -164,11 +164,18 @@ def in_thread_input_seconds(spec) -> float:
     return spec.job.batch_size * per_sample / (_p()["input_gbs_per_vcpu"] * 1e9)
 
 
+def _cpu() -> dict:
+    """The CPU-process constants: planner.yaml's section for the target that runs here."""
+    from reclaunch import clouds
+
+    return constants()[clouds.here().name]
+
+
 def step_overhead_seconds(device: str, execution: str = "eager", pipeline: str = "plain") -> float:
     """Per-step host work besides launches: TorchRec's train pipeline whatever the execution
     (its Python runs outside any captured graph), else the execution mode's."""
     if device == "cpu":
-        return float(constants()["local"]["step_overhead_seconds"])
+        return float(_cpu()["step_overhead_seconds"])
     key = "torchrec" if pipeline == "torchrec" else execution
     return float(_p()["step_overhead_seconds"][key])
 
