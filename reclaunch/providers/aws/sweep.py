@@ -12,8 +12,8 @@ from reclaunch.errors import ProviderError, require
 from reclaunch.providers.aws.sdk import (LIVE_FLEET_STATES, LIVE_INSTANCE_STATES,  # noqa: F401
                                          TRANSIENT_CODES, _not_found, _tags)
 from reclaunch.runtime.sweep import (CLUSTER_TAG, MANAGED_TAG, Orphan, TransientError,  # noqa: F401
-                                     UnreachableError, instance_hourly, is_ours, sdk_limits,
-                                     storage_hourly, within)
+                                     UnreachableError, endpoint, instance_hourly, is_ours,
+                                     sdk_limits, storage_hourly, within)
 
 # prices.md "Other line items": EBS gp3 0.08 USD per GB-month (used for every volume type).
 EBS_USD_PER_GB_MONTH = 0.08
@@ -61,7 +61,8 @@ class AwsSweeper:
 
         client = self._client(service)
         try:   # botocore's read_timeout is per socket read: the deadline bounds the whole call
-            return within(lambda: getattr(client, op)(**kw), f"AWS {service}.{op} in {self.region}")
+            return within(lambda: getattr(client, op)(**kw), f"AWS {service}.{op} in {self.region}",
+                          key=endpoint(client.meta.endpoint_url))
         except bx.NoCredentialsError:
             raise ProviderError("AWS credentials not found",
                                 hint="run `aws configure`, or set AWS_PROFILE or "
