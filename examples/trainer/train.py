@@ -15,6 +15,7 @@ newest valid checkpoint.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -161,6 +162,11 @@ def _straggle(fault) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with contextlib.ExitStack() as cleanup:   # run on every way out: return, raise, SystemExit
+        return _main(argv, cleanup)
+
+
+def _main(argv: list[str] | None, cleanup: contextlib.ExitStack) -> int:
     args = parse_config(argv)
     d = init_distributed(args.nccl_timeout_minutes)
 
@@ -189,9 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     source = data.make_source(args.dataset, args.data_dir, [t.rows for t in plan.pooled], args.batch_size,
                               args.seed, d.rank, d.world_size, sequences=sequences)
     clock = timing.StepClock(d.device)
-    batches = timing.TimedIter(iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
-                                                pin_memory=d.device.type == "cuda", transform=engine.transform())),
-                               fault.slow_data, clock)
+    feed = iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
+                            pin_memory=d.device.type == "cuda", transform=engine.transform()))
+    cleanup.callback(data.shutdown_workers, feed)     # never left to the interpreter's exit
+    batches = timing.TimedIter(feed, fault.slow_data, clock)
     per_rank_step = args.batch_size * args.grad_accum
     samples_per_step = per_rank_step * d.world_size
     log(f"info model={args.model} world_size={d.world_size} device={d.device.type} "
