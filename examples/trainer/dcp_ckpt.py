@@ -90,6 +90,23 @@ def _commit(directory: str, tmp: str, final: str, step: int, meta: dict, keep: i
     prune(directory, keep)
 
 
+def _committed(final: str, is_main: bool) -> bool:
+    """Whether step `final` is committed (its meta.json is there), as rank 0 sees it: every
+    rank must take the same branch into dcp.save's collectives."""
+    found = False
+    if is_main:
+        if store.is_url(final):
+            fs, path = store.filesystem(final)
+            found = fs.exists(posixpath.join(path, META))
+        else:
+            found = os.path.isfile(os.path.join(final, META))
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        box = [found]
+        dist.broadcast_object_list(box, src=0)
+        found = box[0]
+    return bool(found)
+
+
 def _cpu_group():
     """async_save needs a process group with a CPU backend, and one of its own: its finish
     step (a gather on the writer thread) must not interleave with the step loop's collectives
@@ -105,6 +122,13 @@ def save(directory: str, step: int, state: dict, meta: dict, keep: int, is_main:
          background: bool = False) -> str:
     wait_pending()
     final = path_for(directory, step)
+    if _committed(final, is_main):
+        # A step already committed (a rerun that ends where a finished run ended, or a step
+        # reached again after a resume) is kept: replacing it deleted it first, and a save
+        # killed then (the reclaim's grace) lost the newest checkpoint.
+        if is_main:
+            print(f"info checkpoint step={step} path={final} already_committed=kept", flush=True)
+        return final
     url = store.is_url(directory)
     tmp = final if url else os.path.join(directory, f".step-{step:010d}.tmp")
     if is_main and url:
