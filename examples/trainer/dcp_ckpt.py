@@ -37,6 +37,7 @@ import torch.distributed.checkpoint as dcp
 import checkpoint
 import store
 
+WRITE_THREADS = 8     # concurrent uploads per rank into a bucket
 _NAME = re.compile(r"^step-(\d+)$")
 META = "meta.json"
 _pending = {"future": None, "group": None}
@@ -54,7 +55,9 @@ def _writer(path: str):
         return {"checkpoint_id": path}
     from torch.distributed.checkpoint._fsspec_filesystem import FsspecWriter
 
-    return {"storage_writer": FsspecWriter(path, sync_files=False)}
+    # DCP's writers default to one thread: a rank's shards would go up as one stream, and a
+    # SIGTERM save to a bucket has the reclaim notice for all of it.
+    return {"storage_writer": FsspecWriter(path, sync_files=False, thread_count=WRITE_THREADS)}
 
 
 def _sizes(path: str) -> dict[str, int]:

@@ -165,3 +165,21 @@ def test_a_job_with_loader_workers_and_a_bucket_exits_after_done(s3, engine):  #
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_uploads_its_shards_as_several_streams(s3):  # noqa: F811
+    """DCP's fsspec writer defaults to one thread, one object per rank: a SIGTERM save to a
+    bucket would go up as one stream within the reclaim notice. Ours writes several."""
+    import torch
+
+    import dcp_ckpt
+
+    s3.client.create_bucket(Bucket=BUCKET)
+    state = {f"t{i}": torch.full((64, 8), float(i)) for i in range(16)}
+    path = dcp_ckpt.save(URL, 3, state, {"config": {}}, keep=2, is_main=True)
+    shards = [n for n in dcp_ckpt.verify(path)["files"] if n.endswith(".distcp")]
+    assert len(shards) == dcp_ckpt.WRITE_THREADS > 1, shards
+    back = {k: torch.zeros_like(v) for k, v in state.items()}
+    dcp_ckpt.load(path, back)
+    assert all(torch.equal(back[k], state[k]) for k in state)
