@@ -10,8 +10,10 @@ flag wins. Log lines on rank 0:
     done steps=300 final_loss=0.5012 samples_per_s=41234.5
 and on every rank, per logging interval, one `RECLAUNCH_METRICS {json}` line (metrics.py).
 On SIGTERM every rank finishes its step, all checkpoint (sharded: every rank writes its own
-shards), and all exit 143 so torchrun (elastic) restarts them; the restart resumes from the
-newest valid checkpoint.
+shards), and all exit 143. When only the ranks are signalled, torchrun (elastic) restarts
+them in place; when torchrun itself is (the kubelet's SIGTERM to the container's PID 1), it
+stops its workers and exits 1 itself, and the job's restart policy (PyTorchJob) starts a new
+pod. Either way the restart resumes from the newest valid checkpoint.
 """
 from __future__ import annotations
 
