@@ -6,7 +6,7 @@ writes bench/prepared/gpu_check_plans.json (git-ignored: made fresh by the plann
 commit that runs, and naming that commit; copy it to the GPU machine with the tree, naming the
 folder where the copy skips ignored files). gpu_check.py reads only this JSON: it never
 imports reclaunch. Afterwards, `--calibration-rows OUT/gpu_check.jsonl` turns the run's
-measured rows into calibration.yaml rows.
+measured rows into calibration.yaml rows, but for the ddp engine's (STACK_OF_ENGINE).
 
 Like with like: each entry is the plan of exactly what its run trains. One GPU (the lent
 machine: a 1-GPU slice of the catalog's p5en.48xlarge, 16 vCPUs and 128 GiB as lent), the ddp
