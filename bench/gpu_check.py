@@ -38,6 +38,10 @@ from gpu_check_proc import Deadline, Rows, Run, clocks  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "examples" / "trainer" / "train.py"
 PLANS = ROOT / "bench" / "prepared" / "gpu_check_plans.json"
+# The engine every run uses (the GPU machine has no TorchRec). Its rows are tagged with it: the
+# plans beside them are the TorchRec stack's (the planner has no ddp stack), so they are read as
+# a comparison, never fed to calibration as that stack's figures (gpu_check_plans.calibration_rows).
+ENGINE = "ddp"
 PARTS = ("data_wait_s", "fwd_bwd_s", "optimizer_s", "comm_s")     # the trainer's, per step
 TERMS = {"data_wait_s": ("data_wait_s",), "compute_s": ("fwd_bwd_s", "optimizer_s"), "comm_s": ("comm_s",)}
 PLANNED = {"data_wait_s": ("input_floor",), "compute_s": ("embedding", "dense", "overhead"),
@@ -107,7 +111,7 @@ class Check:
         if not self.cuda:
             env.update(CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1", RECLAUNCH_NUM_WORKERS="0")
         log_every = max(1, steps // 6)
-        args = ["--engine", "ddp", "--steps", str(steps), "--log-every", str(log_every),
+        args = ["--engine", ENGINE, "--steps", str(steps), "--log-every", str(log_every),
                 "--checkpoint-every-minutes", "0", "--result", str(result), *extra]
         launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=1",
                     "--monitor-interval=0.2"] if torchrun else [sys.executable]
@@ -232,7 +236,7 @@ class Check:
 
     def _measure(self, entry, got, run, planted=False) -> None:
         res, plan = got.get("result") or {}, entry["plan"]
-        same = {"model": entry["model"], "engine": "ddp", "world_size": plan["world_size"],
+        same = {"model": entry["model"], "engine": ENGINE, "world_size": plan["world_size"],
                 "global_batch": entry["batch"]}
         differ = {k: (res.get(k), v) for k, v in same.items() if res.get(k) != v}
         self.check("throughput", f"{entry['model']}: runs what was planned", got["exit"] == 0 and not differ,
@@ -255,7 +259,8 @@ class Check:
         peak = max((m.get("peak_mem_bytes") or 0) for m in steady) / 2 ** 30
         mean = statistics.mean(rates)
         row = self.rows.add({
-            "kind": "throughput", "id": entry["id"], "model": entry["model"], "batch": entry["batch"],
+            "kind": "throughput", "id": entry["id"], "engine": ENGINE, "planned_stack": "torchrec",
+            "model": entry["model"], "batch": entry["batch"],
             "precision": entry["precision"], "device": self.device, "measured_samples_per_s": mean,
             "planned_samples_per_s": plan["samples_per_s"], "ratio": mean / plan["samples_per_s"],
             "windows": len(rates), "spread": (max(rates) - min(rates)) / statistics.median(rates),

@@ -6,7 +6,7 @@ writes bench/prepared/gpu_check_plans.json (git-ignored: made fresh by the plann
 commit that runs, and naming that commit; copy it to the GPU machine with the tree, naming the
 folder where the copy skips ignored files). gpu_check.py reads only this JSON: it never
 imports reclaunch. Afterwards, `--calibration-rows OUT/gpu_check.jsonl` turns the run's
-measured rows into calibration.yaml rows.
+measured rows into calibration.yaml rows, but for the ddp engine's (STACK_OF_ENGINE).
 
 Like with like: each entry is the plan of exactly what its run trains. One GPU (the lent
 machine: a 1-GPU slice of the catalog's p5en.48xlarge, 16 vCPUs and 128 GiB as lent), the ddp
@@ -140,17 +140,24 @@ def make(smoke: bool) -> dict:
             "runs": runs}
 
 
+# The planner stack (spec/stacks.py) whose figures a run of each trainer engine measures. The
+# ddp engine (plain PyTorch, one fused EmbeddingBag, no TorchRec pipeline) has none: its rows
+# stay out of calibration, where they would pass for the torchrec stack's.
+STACK_OF_ENGINE = {"torchrec": "torchrec"}
+
+
 def calibration_rows(jsonl: Path, plans: dict) -> list[str]:
     """What a GPU run adds to planner/data/calibration.yaml: one row per measured throughput run
     whose checks passed, the model as it ran (its tables from the plan it carried), under its
     own source, so bench_calibration.py's leave-one-source-out keeps it apart until reviewed."""
     rows = [json.loads(line) for line in Path(jsonl).read_text().splitlines() if line.strip()]
+    kept_out = [r["id"] for r in rows if r["kind"] == "throughput" and r.get("engine", "ddp") not in STACK_OF_ENGINE]
     start = next(r for r in rows if r["kind"] == "start")
     failed = {r.get("id") for r in rows if r["kind"] == "check" and not r["ok"] and not r["planted"]}
     by_id = {e["id"]: e for e in plans["runs"]}
     out = []
     for r in rows:
-        if r["kind"] != "throughput" or r["id"] in failed or r["device"] != "cuda":
+        if r["kind"] != "throughput" or r["id"] in failed or r["device"] != "cuda" or r["id"] in kept_out:
             continue
         entry = by_id[r["id"]]
         env = entry["env"]
@@ -162,18 +169,17 @@ def calibration_rows(jsonl: Path, plans: dict) -> list[str]:
         row = {"id": f"reclaunch-gpucheck-{entry['model']}-{entry['precision']}-{day}",
                "source": f"reclaunch bench/gpu_check.py {day} on {start['device']} (torch {start['torch']}, plans "
                          f"{str(plans.get('commit'))[:8]})",
-               "stack": "PyTorch (reclaunch ddp engine)", "family": entry["model"], "gpu": plans["machine"]["gpu"],
+               "stack": f"reclaunch {r['engine']} engine", "family": entry["model"], "gpu": plans["machine"]["gpu"],
                "instance_like": GPU_MACHINE["instance_like"], "nodes": 1, "gpus_per_node": 1,
                "batch_per_gpu": entry["batch"], "precision": entry["precision"],
-               # the planner has no stack of its own for the ddp engine (plain PyTorch, one fused
-               # EmbeddingBag, no TorchRec pipeline): planned as the reference trainer's, as run
-               "job_stack": "torchrec", "optimizer": env["RECLAUNCH_OPTIMIZER"], "model": model,
+               "job_stack": STACK_OF_ENGINE[r["engine"]], "optimizer": env["RECLAUNCH_OPTIMIZER"], "model": model,
                "split": "holdout",     # a new source: scored, never fitted, until a person reviews it
                "published": round(r["measured_samples_per_s"], 1),
                "note": f"measured, {r['windows']} windows, spread {r['spread']:.1%}; loader alone "
                        f"{r['loader_only_samples_per_s'] or 0:.0f}/s; host {GPU_MACHINE['vcpus']} vCPUs"}
         out.append("- " + json.dumps(row))   # JSON is YAML flow style
-    return out
+    return out + [f"# kept out of calibration: {i} (engine=ddp: the planner has no ddp stack; its plan "
+                  "is the torchrec stack's, a comparison only)" for i in kept_out]
 
 
 def main(argv=None) -> int:

@@ -79,6 +79,15 @@ OPTIONS = [
 ]
 
 
+# The values each option may take (the tests read the optimizers from here too).
+CHOICES = {"model": ("deepfm", "dcnv2", "dlrm", "din"), "engine": ("torchrec", "ddp"),
+           "precision": ("fp32", "tf32", "bf16", "fp16"),
+           "optimizer": ("sgd", "adagrad", "rowwise_adagrad", "adam"),
+           "dataset": ("auto", "synthetic", "files"),
+           "embedding_dtype": ("fp32", "fp16", "bf16"), "pipeline": ("auto", "sparse_dist", "base", "off"),
+           "qcomms": ("auto", "off", "fp16", "bf16")}
+
+
 def parse_config(argv: list[str] | None = None, environ=None) -> argparse.Namespace:
     environ = os.environ if environ is None else environ
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -94,12 +103,7 @@ def parse_config(argv: list[str] | None = None, environ=None) -> argparse.Namesp
             setattr(args, key, default if raw is None else conv(raw))
         except ValueError:
             parser.error(f"{flag} / {env}: cannot parse {raw!r}")
-    choices = {"model": ("deepfm", "dcnv2", "dlrm", "din"), "engine": ("torchrec", "ddp"), "precision": ("fp32", "tf32", "bf16", "fp16"),
-               "optimizer": ("sgd", "adagrad", "rowwise_adagrad", "adam"),
-               "dataset": ("auto", "synthetic", "files"),
-               "embedding_dtype": ("fp32", "fp16", "bf16"), "pipeline": ("auto", "sparse_dist", "base", "off"),
-               "qcomms": ("auto", "off", "fp16", "bf16")}
-    for key, allowed in choices.items():
+    for key, allowed in CHOICES.items():
         if getattr(args, key) not in allowed:
             parser.error(f"--{key.replace('_', '-')}: {getattr(args, key)!r} is not one of {', '.join(allowed)}")
     if args.batch_size < 1 or args.grad_accum < 1 or args.steps < 0 or args.log_every < 1:

@@ -311,3 +311,20 @@ def loader(source, start: int, num_workers: int = 0, pin_memory: bool = False, t
                                        persistent_workers=False,
                                        prefetch_factor=4 if num_workers else None,
                                        worker_init_fn=ignore_stop_signals if num_workers else None)
+
+
+def shutdown_workers(batches) -> None:
+    """Stop a loader iterator's workers now, on every way out of the trainer. Left to the
+    interpreter's exit, multiprocessing terminate()s its daemon children (SIGTERM, which the
+    workers ignore: ignore_stop_signals) and then joins them with no timeout, so a job that
+    keeps its iterator alive to the end (s3fs's threads do) prints done and never exits.
+    DataLoader's own shutdown asks each worker to finish (the path its iterator's __del__
+    takes); a worker still alive after that gets SIGKILL: it is ours and holds nothing."""
+    stop = getattr(batches, "_shutdown_workers", None)    # only the multi-process iterator
+    if stop is None:
+        return
+    stop()
+    for worker in getattr(batches, "_workers", ()):
+        if worker.is_alive():
+            worker.kill()
+            worker.join(5)

@@ -37,6 +37,7 @@ import torch.distributed.checkpoint as dcp
 import checkpoint
 import store
 
+WRITE_THREADS = 8     # concurrent uploads per rank into a bucket
 _NAME = re.compile(r"^step-(\d+)$")
 META = "meta.json"
 _pending = {"future": None, "group": None}
@@ -54,7 +55,9 @@ def _writer(path: str):
         return {"checkpoint_id": path}
     from torch.distributed.checkpoint._fsspec_filesystem import FsspecWriter
 
-    return {"storage_writer": FsspecWriter(path, sync_files=False)}
+    # DCP's writers default to one thread: a rank's shards would go up as one stream, and a
+    # SIGTERM save to a bucket has the reclaim notice for all of it.
+    return {"storage_writer": FsspecWriter(path, sync_files=False, thread_count=WRITE_THREADS)}
 
 
 def _sizes(path: str) -> dict[str, int]:
@@ -90,6 +93,23 @@ def _commit(directory: str, tmp: str, final: str, step: int, meta: dict, keep: i
     prune(directory, keep)
 
 
+def _committed(final: str, is_main: bool) -> bool:
+    """Whether step `final` is committed (its meta.json is there), as rank 0 sees it: every
+    rank must take the same branch into dcp.save's collectives."""
+    found = False
+    if is_main:
+        if store.is_url(final):
+            fs, path = store.filesystem(final)
+            found = fs.exists(posixpath.join(path, META))
+        else:
+            found = os.path.isfile(os.path.join(final, META))
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        box = [found]
+        dist.broadcast_object_list(box, src=0)
+        found = box[0]
+    return bool(found)
+
+
 def _cpu_group():
     """async_save needs a process group with a CPU backend, and one of its own: its finish
     step (a gather on the writer thread) must not interleave with the step loop's collectives
@@ -105,6 +125,13 @@ def save(directory: str, step: int, state: dict, meta: dict, keep: int, is_main:
          background: bool = False) -> str:
     wait_pending()
     final = path_for(directory, step)
+    if _committed(final, is_main):
+        # A step already committed (a rerun that ends where a finished run ended, or a step
+        # reached again after a resume) is kept: replacing it deleted it first, and a save
+        # killed then (the reclaim's grace) lost the newest checkpoint.
+        if is_main:
+            print(f"info checkpoint step={step} path={final} already_committed=kept", flush=True)
+        return final
     url = store.is_url(directory)
     tmp = final if url else os.path.join(directory, f".step-{step:010d}.tmp")
     if is_main and url:

@@ -238,7 +238,14 @@ class RecEngine:
         self.optimizer.zero_grad(set_to_none=True)
 
     def state(self) -> dict:
-        return {"model": self.model.state_dict(), "optim": self.optimizer.state_dict()}
+        """What a checkpoint holds. SGD keeps no optimizer state: DCP then writes nothing under
+        `optim`, and a load that asks for it fails on every rank ("Missing key in checkpoint
+        state_dict: optim"), so the key is only there when the optimizer holds tensors."""
+        state = {"model": self.model.state_dict()}
+        optim = self.optimizer.state_dict()
+        if _holds_tensors(optim):
+            state["optim"] = optim
+        return state
 
     def save(self, directory: str, step: int, meta: dict, keep: int, background: bool = False) -> str:
         path = dcp_ckpt.save(directory, step, self.state(), meta, keep, self.d.is_main, background)
@@ -279,7 +286,8 @@ class RecEngine:
                          f"{(str(exc).splitlines() or [''])[0][:200]} falling_back_to={found[i + 1][0]}")
                 continue
             self.model.load_state_dict(state["model"])
-            self.optimizer.load_state_dict(state["optim"])
+            if "optim" in state:
+                self.optimizer.load_state_dict(state["optim"])
             return int(meta["step"]), meta.get("extras", {}), path
         return 0, {}, None   # pragma: no cover - the loop returns or raises
 
@@ -320,3 +328,14 @@ class RecEngine:
 
     def checkpoint_meta(self) -> dict:
         return {"sharding": {n: list(v) for n, v in self.table_ranks().items()}}
+
+
+def _holds_tensors(value) -> bool:
+    """Whether a (nested) state dict holds any tensor or ShardedTensor, what DCP writes."""
+    if torch.is_tensor(value) or hasattr(value, "local_shards"):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_tensors(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensors(v) for v in value)
+    return False

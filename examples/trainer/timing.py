@@ -24,12 +24,17 @@ class StepClock:
     def __init__(self, device: torch.device):
         self.cuda = device.type == "cuda"
         self.steps: list[tuple] = []
+        # The compute stream, taken now (the loop's, before any pipeline runs): TorchRec's
+        # train pipelines fetch the next batch inside `with torch.cuda.stream(memcpy_stream)`,
+        # so a mark recorded on "the current stream" there would time the copy stream, not
+        # the stream the step's kernels wait on.
+        self.stream = torch.cuda.current_stream(device) if self.cuda else None
 
     def mark(self):
         if not self.cuda:
             return time.perf_counter()
         ev = torch.cuda.Event(enable_timing=True)
-        ev.record()
+        ev.record(self.stream)
         return ev
 
     def add(self, marks: tuple, data, comm, wait_inside: bool = False) -> None:

@@ -10,11 +10,14 @@ flag wins. Log lines on rank 0:
     done steps=300 final_loss=0.5012 samples_per_s=41234.5
 and on every rank, per logging interval, one `RECLAUNCH_METRICS {json}` line (metrics.py).
 On SIGTERM every rank finishes its step, all checkpoint (sharded: every rank writes its own
-shards), and all exit 143 so torchrun (elastic) restarts them; the restart resumes from the
-newest valid checkpoint.
+shards), and all exit 143. When only the ranks are signalled, torchrun (elastic) restarts
+them in place; when torchrun itself is (the kubelet's SIGTERM to the container's PID 1), it
+stops its workers and exits 1 itself, and the job's restart policy (PyTorchJob) starts a new
+pod. Either way the restart resumes from the newest valid checkpoint.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -161,6 +164,11 @@ def _straggle(fault) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with contextlib.ExitStack() as cleanup:   # run on every way out: return, raise, SystemExit
+        return _main(argv, cleanup)
+
+
+def _main(argv: list[str] | None, cleanup: contextlib.ExitStack) -> int:
     args = parse_config(argv)
     d = init_distributed(args.nccl_timeout_minutes)
 
@@ -189,9 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     source = data.make_source(args.dataset, args.data_dir, [t.rows for t in plan.pooled], args.batch_size,
                               args.seed, d.rank, d.world_size, sequences=sequences)
     clock = timing.StepClock(d.device)
-    batches = timing.TimedIter(iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
-                                                pin_memory=d.device.type == "cuda", transform=engine.transform())),
-                               fault.slow_data, clock)
+    feed = iter(data.loader(source, start_step * args.grad_accum, args.num_workers,
+                            pin_memory=d.device.type == "cuda", transform=engine.transform()))
+    cleanup.callback(data.shutdown_workers, feed)     # never left to the interpreter's exit
+    batches = timing.TimedIter(feed, fault.slow_data, clock)
     per_rank_step = args.batch_size * args.grad_accum
     samples_per_step = per_rank_step * d.world_size
     log(f"info model={args.model} world_size={d.world_size} device={d.device.type} "

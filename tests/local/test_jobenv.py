@@ -41,3 +41,18 @@ def test_entrypoint(helpers):
     assert entrypoint(["python", "-m", "pkg.train"], []) == ["--module", "pkg.train"]
     assert entrypoint(["python", "-c", "pass"], []) == ["--no-python", sys.executable, "-c", "pass"]
     assert entrypoint(["/bin/sh", "-c", "exit 1"], []) == ["--no-python", "/bin/sh", "-c", "exit 1"]
+
+
+def test_local_examples_rehearse_with_a_loader_worker(tmp_path, helpers):
+    """The reclaim drill is a rehearsal of production, where every plan loads with workers (the
+    reclaim path that lost checkpoints ran through them): on the pinned 2-core host the
+    planner's capacity default is 0 workers, so each local example asks for one itself."""
+    examples = sorted((helpers.REPO / "examples").glob("local*.yaml"))
+    assert len(examples) >= 2
+    for path in examples:
+        spec = load_spec(path)
+        plan = helpers.local_plan(spec)
+        env = job_env(plan, local_root=tmp_path)
+        assert spec.job.num_workers is not None and spec.job.num_workers >= 1, path.name
+        assert int(env["RECLAUNCH_NUM_WORKERS"]) >= 1, path.name
+        assert not [w for w in plan.warnings if "num_workers" in w], (path.name, plan.warnings)

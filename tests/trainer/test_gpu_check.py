@@ -64,6 +64,7 @@ def test_cpu_smoke_runs_every_check_and_catches_every_planted_failure(tmp_path, 
     assert planted_precision == {"the forward's state", "finite loss", "bf16 not slower than fp32"}
     (thr,) = [r for r in rows if r["kind"] == "throughput"]
     assert thr["measured_samples_per_s"] > 0 and thr["planned_samples_per_s"] > 0
+    assert thr["engine"] == "ddp" and thr["planned_stack"] == "torchrec"     # unlike: never calibration
     assert thr["loader_only_samples_per_s"] > 0
     assert set(thr["measured_ms"]) == set(thr["planned_ms"]) == {"step_s", "data_wait_s", "compute_s", "comm_s"}
     assert set(thr["measured_parts_ms"]) == {"step_s", "data_wait_s", "fwd_bwd_s", "optimizer_s", "comm_s"}
@@ -155,13 +156,24 @@ def test_a_gpu_runs_rows_become_calibration_rows_the_planner_reads(tmp_path, smo
     plans = json.loads(smoke_plans.read_text())
     entry = next(e for e in plans["runs"] if e["stage"] == "throughput")
     jsonl = tmp_path / "gpu_check.jsonl"
-    jsonl.write_text("\n".join(json.dumps(r) for r in [
-        {"kind": "start", "t": "2026-12-03T10:00:00Z", "device": "NVIDIA H200", "torch": "2.11.0+cu128"},
-        {"kind": "check", "id": entry["id"], "ok": True, "planted": False},
-        {"kind": "throughput", "id": entry["id"], "device": "cuda", "measured_samples_per_s": 123456.7,
-         "windows": 5, "spread": 0.02, "loader_only_samples_per_s": 5e5}]) + "\n")
-    (text,) = gpu_check_plans.calibration_rows(jsonl, plans)
+    start = {"kind": "start", "t": "2026-12-03T10:00:00Z", "device": "NVIDIA H200", "torch": "2.11.0+cu128"}
+    measured = {"kind": "throughput", "id": entry["id"], "device": "cuda", "measured_samples_per_s": 123456.7,
+                "windows": 5, "spread": 0.02, "loader_only_samples_per_s": 5e5}
+
+    def rows_for(engine):
+        jsonl.write_text("\n".join(json.dumps(r) for r in [
+            start, {"kind": "check", "id": entry["id"], "ok": True, "planted": False},
+            {**measured, **({"engine": engine} if engine else {})}]) + "\n")
+        return gpu_check_plans.calibration_rows(jsonl, plans)
+
+    # The check's runs use the ddp engine, whose plan is the torchrec stack's: kept out (an
+    # untagged row is one of those too), said so in a comment.
+    for engine in ("ddp", None):
+        (kept,) = rows_for(engine)
+        assert yaml.safe_load(kept) is None and entry["id"] in kept and "engine=ddp" in kept
+    (text,) = rows_for("torchrec")
     (row,) = yaml.safe_load(text)
+    assert row["job_stack"] == "torchrec" and row["stack"] == "reclaunch torchrec engine"
     assert row["published"] == 123456.7 and row["gpus_per_node"] == 1 and row["gpu"] == "H200-141GB"
     assert row["source"].startswith("reclaunch bench/gpu_check.py 2026-12-03 on NVIDIA H200")
     r = published.Row(row["id"], row["source"], row["stack"], row["family"], row["gpu"], row["published"], row)

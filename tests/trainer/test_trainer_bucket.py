@@ -3,11 +3,15 @@ written shard-first and marker-last, resumed from the newest complete one, never
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
 from tests.moto_s3 import s3  # noqa: F401  (fixture)
-from trainer_helpers import SMALL, run_single
+from trainer_helpers import SMALL, TRAIN_PY, clean_env, run_single
 
 pytest.importorskip("s3fs", reason="s3fs is a dev dependency (pyproject dev, extra s3)")
 BUCKET, PREFIX = "ckpt-bucket", "jobs/run-1"
@@ -127,3 +131,55 @@ def test_a_checkpoint_that_verifies_but_does_not_load_falls_back(s3):  # noqa: F
     assert f"warn unloadable_checkpoint={URL}/step-0000000010" in resumed.stdout
     assert f"falling_back_to={URL}/step-0000000005" in resumed.stdout
     assert f"resumed_from_step=5 checkpoint={URL}/step-0000000005" in resumed.stdout
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("engine", ["torchrec", "ddp"])
+def test_a_job_with_loader_workers_and_a_bucket_exits_after_done(s3, engine):  # noqa: F811
+    """At interpreter exit CPython terminate()s the daemon loader workers (SIGTERM, which they
+    ignore so that a reclaim cannot kill them before the save) and then joins them with no
+    timeout: unless the trainer shuts its workers down itself, the job says done and never
+    exits (s3fs's threads keep the loader alive until then)."""
+    s3.client.create_bucket(Bucket=BUCKET)
+    proc = subprocess.Popen([sys.executable, str(TRAIN_PY), "--engine", engine, "--steps", "4", "--log-every", "2",
+                             *SMALL, "--num-workers", "1", "--checkpoint-every-steps", "2"],
+                            env=clean_env(CHECKPOINT_DIR=URL), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    lines, done = [], threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("done "):
+                done.set()
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        assert done.wait(240), "".join(lines)[-2000:]
+        t0 = time.monotonic()
+        code = proc.wait(60)              # a shutdown takes a second or so: 60 s is a hang
+        assert code == 0, "".join(lines)[-2000:]
+        print(f"exited {time.monotonic() - t0:.1f}s after done")
+    except subprocess.TimeoutExpired:
+        pytest.fail("the trainer printed done and did not exit within 60 s")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+@pytest.mark.timeout(120)
+def test_a_rank_uploads_its_shards_as_several_streams(s3):  # noqa: F811
+    """DCP's fsspec writer defaults to one thread, one object per rank: a SIGTERM save to a
+    bucket would go up as one stream within the reclaim notice. Ours writes several."""
+    import torch
+
+    import dcp_ckpt
+
+    s3.client.create_bucket(Bucket=BUCKET)
+    state = {f"t{i}": torch.full((64, 8), float(i)) for i in range(16)}
+    path = dcp_ckpt.save(URL, 3, state, {"config": {}}, keep=2, is_main=True)
+    shards = [n for n in dcp_ckpt.verify(path)["files"] if n.endswith(".distcp")]
+    assert len(shards) == dcp_ckpt.WRITE_THREADS > 1, shards
+    back = {k: torch.zeros_like(v) for k, v in state.items()}
+    dcp_ckpt.load(path, back)
+    assert all(torch.equal(back[k], state[k]) for k in state)

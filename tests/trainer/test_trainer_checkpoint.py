@@ -115,3 +115,23 @@ def test_interrupted_then_resumed_run_matches_uninterrupted_run(tmp_path, engine
     assert [int(r["step"]) for r in resumed] == [25, 30]
     expected = {int(r["step"]): r["loss"] for r in step_lines(full.stdout)}
     assert [r["loss"] for r in resumed] == [expected[25], expected[30]]
+
+
+@pytest.mark.timeout(60)
+def test_saving_a_committed_step_again_keeps_it(tmp_path, monkeypatch):
+    """A step already committed (reached again after a resume) is not rewritten: the rewrite
+    deleted the committed copy first, so a save killed midway lost the newest checkpoint."""
+    import dcp_ckpt
+
+    state = {"w": torch.arange(6.0)}
+    path = dcp_ckpt.save(str(tmp_path), 5, state, {"config": {}}, keep=3, is_main=True)
+
+    def killed(*_a, **_k):      # the reclaim's SIGKILL in the middle of the second write
+        raise RuntimeError("killed mid-save")
+    monkeypatch.setattr(dcp_ckpt.dcp, "save", killed)
+    assert dcp_ckpt.save(str(tmp_path), 5, {"w": torch.zeros(6)}, {"config": {}}, keep=3, is_main=True) == path
+    assert dcp_ckpt.verify(path)["step"] == 5
+    back = {"w": torch.zeros(6)}
+    monkeypatch.undo()
+    dcp_ckpt.load(path, back)
+    assert torch.equal(back["w"], torch.arange(6.0))

@@ -80,3 +80,29 @@ def test_marked_optimizer_is_the_optimizer_to_the_pipeline():
     assert marked.take() is None and marked.param_groups is opt.param_groups
     marked.zero_grad(set_to_none=True)
     assert p.grad is None
+
+
+@pytest.mark.timeout(30)
+def test_marks_go_on_the_compute_stream_inside_the_pipelines_copy_stream(monkeypatch):
+    """TorchRec's pipeline fetches under `torch.cuda.stream(memcpy_stream)`: a fetch mark put on
+    the current stream there would time the copy stream. Fake CUDA: which stream each event
+    is recorded on."""
+    import torch
+
+    current = ["compute"]
+    recorded = []
+
+    class FakeEvent:
+        def __init__(self, enable_timing=False):
+            pass
+
+        def record(self, stream=None):
+            recorded.append(current[0] if stream is None else stream)
+
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: current[0])
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    clock = timing.StepClock(torch.device("cuda", 0))   # built by the loop, on the compute stream
+    clock.mark()
+    current[0] = "memcpy"                               # inside the pipeline's fetch
+    clock.mark()
+    assert recorded == ["compute", "compute"]
