@@ -12,10 +12,13 @@ TRANSIENT_CODES = {
     "InvalidPlacementGroup.InUse", "ResourceInUse", "ResourceInUseException",
     "ScalingActivityInProgress", "InternalError", "InternalFailure", "ServiceUnavailable",
     "Unavailable", "InvalidNetworkInterface.InUse",
+    # EFS while its mount targets go; an Elastic IP while the NAT gateway holding it goes.
+    "FileSystemInUse", "InvalidIPAddress.InUse",
 }
 NOT_FOUND_SUFFIXES = (".NotFound", "NotFoundException", ".Malformed",
                       "InvalidPlacementGroup.Unknown")
-NOT_FOUND_CODES = {"ResourceNotFoundException", "InvalidGroup.NotFound"}
+NOT_FOUND_CODES = {"ResourceNotFoundException", "InvalidGroup.NotFound", "FileSystemNotFound",
+                   "NatGatewayNotFound", "NoSuchBucket", "MountTargetNotFound"}
 
 LIVE_INSTANCE_STATES = ["pending", "running", "stopping", "stopped"]
 LIVE_FLEET_STATES = {"submitted", "active", "modifying"}
