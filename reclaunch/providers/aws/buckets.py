@@ -35,9 +35,8 @@ def foreign(plan: "Plan", client: Any = None) -> list[str]:
     if u is None:
         return []
     if client is None:
-        import boto3
-
-        client = boto3.client("s3", region_name=plan.region)
+        from reclaunch.providers.aws.sdk import client as bounded
+        client = bounded("s3", plan.region)   # timeouts, retries, a total deadline per call
     try:
         client.head_bucket(Bucket=u.bucket)
     except ClientError as exc:

@@ -27,11 +27,14 @@ RECORD = "bucket.json"   # DIR/bucket.json: what `up` created, kept until `down`
 
 
 def _client():
+    """S3 with the project's timeouts and retries, each call inside its total deadline (a
+    trickling endpoint must not hang `up` or `down`)."""
     try:
-        import boto3
+        import boto3  # noqa: F401
     except ImportError:
         raise MissingExtraError("boto3", "s3") from None
-    return boto3.client("s3")
+    from reclaunch.providers.aws.sdk import client
+    return client("s3")
 
 
 def facts(spec: Any) -> dict | None:
@@ -173,7 +176,10 @@ def delete(store: dict, root: Path) -> str:
     mine = mine if mine and mine["bucket"] == bucket and mine.get("endpoint") == endpoint else None
     n = 0
     try:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/"):
+        from reclaunch.providers.aws.pages import pages   # a repeated token ends, loudly
+        for page in pages(s3.list_objects_v2, {"Bucket": bucket, "Prefix": prefix + "/"},
+                          token_in="ContinuationToken", token_out="NextContinuationToken",
+                          what=f"listing s3://{bucket}/{prefix}/"):
             keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
             if keys:    # DeleteObjects takes at most 1000 keys: one page
                 s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
