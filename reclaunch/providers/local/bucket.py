@@ -24,6 +24,7 @@ from reclaunch.errors import MissingExtraError, ProviderError
 from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
 
 RECORD = "bucket.json"   # DIR/bucket.json: what `up` created, kept until `down` deletes it
+PREFIX_RECORD = "prefix.json"   # DIR/prefix.json: your bucket's prefix, empty when `up` took it
 
 
 def _client():
@@ -108,6 +109,7 @@ def ensure(name: str, info: dict, root: Path) -> str:
     try:
         if not info["create"]:
             s3.head_bucket(Bucket=bucket)
+            _prefix_is_ours(s3, info, root, endpoint)
             return f"using your bucket s3://{bucket}/{info['prefix']} (`down` deletes that prefix only)"
         exists = _exists(s3, bucket)
         if exists and mine is None:
@@ -128,6 +130,24 @@ def ensure(name: str, info: dict, root: Path) -> str:
     except (ClientError, BotoCoreError) as exc:
         raise ProviderError(f"checkpoint bucket s3://{bucket}: {str(exc).splitlines()[0][:200]}",
                             hint=_fix(info)) from None
+
+
+def _prefix_is_ours(s3, info: dict, root: Path, endpoint: str) -> None:
+    """Your bucket (storage.kind: none): `down` deletes the job's prefix, so `up` takes only an
+    empty one, and records it (DIR/prefix.json) so that a re-run of `up` finds it its own."""
+    from reclaunch.providers.local import proc as lp
+
+    bucket, prefix = info["bucket"], str(info["prefix"]).strip("/")
+    rec = lp.read_json(root / PREFIX_RECORD)
+    if rec and (rec.get("bucket"), rec.get("prefix"), rec.get("endpoint")) == (bucket, prefix, endpoint):
+        return
+    n = s3.list_objects_v2(Bucket=bucket, Prefix=prefix + "/", MaxKeys=1000).get("KeyCount", 0)
+    if n:
+        raise ProviderError(
+            f"s3://{bucket}/{prefix}/ holds {n if n < 1000 else 'at least 1000'} object(s) that "
+            "`up` did not write, and `down` deletes that prefix: nothing changed",
+            hint="choose another (empty) prefix in job.checkpoint.path")
+    lp.write_json(root / PREFIX_RECORD, {"bucket": bucket, "prefix": prefix, "endpoint": endpoint})
 
 
 def _fix(info: dict) -> str:
@@ -185,6 +205,7 @@ def delete(store: dict, root: Path) -> str:
                 s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
                 n += len(keys)
         done = f"deleted {n} objects under s3://{bucket}/{prefix}/"
+        (root / PREFIX_RECORD).unlink(missing_ok=True)
         if mine is None:
             return done + ("" if store.get("create") is False else "; the bucket is not one "
                            "`up` created: kept")
