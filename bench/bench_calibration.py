@@ -6,7 +6,7 @@
                                                 # P10-P90 range) and the held-out result in planner.yaml
     python bench/bench_calibration.py --no-loso # skip the leave-one-source-out refits (minutes)
 
-Rows of `split: holdout` sources are never fitted: they are predicted with the constants the fit
+Rows of held-out sources (`split: holdout`, `split: review`) are never fitted: they are predicted with the constants the fit
 rows gave, and the plan's own P10-P90 range (planner/uncertainty.py, as `plan` prints it) is
 checked against them. Prints numbers; asserts nothing (tests/planner/test_calibration.py holds
 the tolerances).
@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from reclaunch.catalog import bundled_catalog  # noqa: E402
 from reclaunch.planner import fit  # noqa: E402
-from reclaunch.planner.published import fit_rows, held_out_rows, predict, rows, source_of  # noqa: E402
+from reclaunch.planner.published import (HELD_OUT_SETS, fit_rows, held_out_rows, predict, rows,  # noqa: E402
+                                         source_of)
 
 YAML = ROOT / "reclaunch" / "planner" / "data" / "planner.yaml"
 
@@ -67,12 +68,12 @@ def write(values: list[float], loso: list[float], n_fit: int, n_sources: int, he
     q10, q50, q90 = (quantile(loso, q) for q in (0.1, 0.5, 0.9))
     block = (f"  # predicted / published over the fit rows, each predicted with the constants fitted\n"
              f"  # WITHOUT its source (leave-one-source-out): plan's P10-P90 range divides by these.\n"
-             f"  # holdout: the rows of sources never fitted, predicted with these constants.\n"
+             f"  # holdout, review: the rows of each held-out set (sources never fitted), predicted with these.\n"
              f"  fit: {{date: {dt.date.today().isoformat()}, rows: {n_fit}, sources: {n_sources}, "
              f"ratio_p10: {q10:.3f}, ratio_p50: {q50:.3f}, ratio_p90: {q90:.3f},\n"
-             f"        holdout: {{rows: {held['rows']}, sources: {held['sources']}, "
-             f"within_1_5x: {held['within']}, beyond_2x: {held['beyond']}, "
-             f"in_range: {held['in_range']}}},\n"
+             + "".join(f"        {name}: {{rows: {h['rows']}, sources: {h['sources']}, "
+                       f"within_1_5x: {h['within']}, beyond_2x: {h['beyond']}, "
+                       f"in_range: {h['in_range']}}},\n" for name, h in held.items()) +
              f"        by: \"bench/bench_calibration.py --write (reclaunch/planner/fit.py)\"}}\n")
     text = re.sub(r"(?ms)^  # predicted / published over.*?^        by: [^\n]*\n", block, text, count=1)
     YAML.write_text(text)
@@ -132,21 +133,29 @@ def main() -> None:
             raise SystemExit("--write needs the leave-one-source-out band: drop --no-loso")
         # The band is stored before the held-out rows are rated: they are rated by it, never it by them.
         write(values, flat, len(train), len({source_of(r) for r in train}),
-              {"rows": len(held), "sources": len({source_of(r) for r in held}),
-               "within": 0, "beyond": 0, "in_range": 0})
-    ratios, lines, inside = _held_out(held, cat)
-    print(f"\n{'held-out row':34s} {'gpu':11s} {'GPUs':>4s} {'published':>10s} {'predicted':>10s} "
-          f"{'ratio':>6s}  plan's P10-P90 range")
-    print("\n".join(lines))
-    print(summary("held out (never fitted)", ratios))
-    print(f"  the plan's P10-P90 range holds {inside}/{len(held)} ({inside / len(held):.1%}) of the held-out rows")
+              {s: {"rows": 0, "sources": 0, "within": 0, "beyond": 0, "in_range": 0} for s in HELD_OUT_SETS})
+    record, every_ratio, every_inside = {}, [], 0
+    for name, what in HELD_OUT_SETS.items():   # each held-out set apart, then all of them
+        rs = held_out_rows(name)
+        ratios, lines, inside = _held_out(rs, cat)
+        print(f"\nheld out, {name}: {what}")
+        print(f"{'held-out row':34s} {'gpu':11s} {'GPUs':>4s} {'published':>10s} {'predicted':>10s} "
+              f"{'ratio':>6s}  plan's P10-P90 range")
+        print("\n".join(lines))
+        print(summary(f"held out, {name} (never fitted)", ratios))
+        print(f"  the plan's P10-P90 range holds {inside}/{len(rs)} ({inside / len(rs):.1%}) of them")
+        record[name] = {"rows": len(rs), "sources": len({source_of(r) for r in rs}), "in_range": inside,
+                        "within": sum(1 for x in ratios if 1 / 1.5 <= x <= 1.5),
+                        "beyond": sum(1 for x in ratios if x > 2 or x < 0.5)}
+        every_ratio += ratios
+        every_inside += inside
+    print()
+    print(summary("held out, every set (never fitted)", every_ratio))
+    print(f"  the plan's P10-P90 range holds {every_inside}/{len(held)} ({every_inside / len(held):.1%}) of them")
     for r in aside:   # kept for the record, neither fitted nor scored (calibration.yaml set_aside)
         print(f"set aside: {r.id} ratio {predict(r, cat)[1]:.2f}: {' '.join(r.set_aside.split())}")
     if args.write:
-        write(values, flat, len(train), len({source_of(r) for r in train}),
-              {"rows": len(held), "sources": len({source_of(r) for r in held}),
-               "within": sum(1 for x in ratios if 1 / 1.5 <= x <= 1.5),
-               "beyond": sum(1 for x in ratios if x > 2 or x < 0.5), "in_range": inside})
+        write(values, flat, len(train), len({source_of(r) for r in train}), record)
         print(f"wrote {YAML.relative_to(ROOT)}")
 
 

@@ -11,7 +11,7 @@ import resource
 import sys
 import time
 
-from reclaunch.providers.local import LocalProvider
+from reclaunch.providers.local.provider import LocalProvider
 from reclaunch.providers.local import proc as lp
 from reclaunch.runtime.observe import measured_brief
 

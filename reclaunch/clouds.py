@@ -1,30 +1,37 @@
 """The one registry of targets and fabrics, and the shape of what each declares.
 
-Every fact about a cloud that a pure layer needs (the spec's choices, storage kinds,
-reservations, the cluster-name rule, spot taints, node reserves, planner prices, preview mock
-outputs, its add-ons and fabrics) is declared once, in that cloud's own package:
-`reclaunch/providers/<cloud>/facts.py`, a module of plain data that imports nothing but this
-one. This module sits at the bottom of the layers (tests/layout: "facts"), so catalog, spec,
-fabric, planner, stacks and manifests all read the same object (SkyPilot keeps a cloud's facts
-on one `Cloud` class; dstack names every backend in one `BackendType`).
+Every fact about a cloud that a pure layer needs (the spec's choices, storage kinds, reservations,
+the cluster-name rule, spot taints, node reserves, planner prices and startup, preview mocks,
+add-ons and fabrics) is declared once, in that cloud's own package: `<package>/facts.py`, a
+module of plain data that imports nothing but this one. This module sits at the bottom of the
+layers (tests/layout: "facts"), so catalog, spec, fabric, planner, stacks and manifests all read
+the same object (SkyPilot keeps a cloud's facts on one `Cloud` class; dstack names every backend
+in one `BackendType`).
 
-A facts file is loaded from its path, never by importing its package: `providers/<cloud>/
-__init__.py` is the provider (SDKs, the runtime) and must not run when the catalog asks which
-clouds exist. A cloud outside this tree registers through RECLAUNCH_CLOUDS, a comma-separated
-list of importable modules that each define FACTS (a CloudFacts); `reload()` re-reads both.
+A cloud package has three parts that show its layers: `facts.py` (data, the bottom),
+`provider.py` (behaviour: SDKs, the runtime; the top) and an empty `__init__.py`, so importing
+the facts never runs the provider. The built-in clouds are BUILTIN below; a cloud from outside
+this tree registers through the entry-point group GROUP (as TorchX's `torchx.schedulers`):
+
+    [project.entry-points."reclaunch.clouds"]
+    toy = "toycloud.facts"
+
+or, for tests and one-off runs, RECLAUNCH_CLOUDS: a comma-separated list of such modules.
+`reload()` reads both again.
 """
 
 import importlib
-import importlib.machinery
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
-# The one registry line per built-in cloud: its provider package under reclaunch/providers/.
+from reclaunch.errors import UsageError
+
+# The one registry line per built-in cloud: its package under reclaunch/providers/ (and, for a
+# cloud with a stack, stacks/<name>/).
 BUILTIN: tuple[str, ...] = ("aws", "azure", "gcp", "kubernetes", "local")
+GROUP = "reclaunch.clouds"          # entry points: name = cloud, value = its facts module
 PLUGINS_ENV = "RECLAUNCH_CLOUDS"
 
 # A cluster name: it names the stack, the tags, the journal record and a directory, never a
@@ -39,10 +46,8 @@ DNS_1035 = (r"[a-z]([-a-z0-9]*[a-z0-9])?",
             "Kubernetes Service and GCP resource names are made from it)")
 
 
-# The records below are NamedTuples: immutable, read by attribute or keyword, with defaults,
-# == and repr, and defined without compiling the methods a frozen dataclass adds (every
-# command loads the registry). Without `from __future__ import annotations` here: NamedTuple
-# would compile every string annotation as a ForwardRef.
+# The records are NamedTuples: immutable, with defaults, == and repr, cheaper to define than
+# frozen dataclasses (every command loads them); no `from __future__ import annotations` here.
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -61,7 +66,104 @@ class FabricFacts(NamedTuple):
     selectable: bool = True              # a value of `interconnect.inter_node`
     generic: bool = False                # offered by several clouds (listed last)
     profiles: str | None = None          # "module:ATTR", FabricProfiles outside fabric/profiles.py
+    # Huge pages the fabric's node image reserves at boot, whatever the pods ask for:
+    # {resource, page_bytes, per_vcpu, extra} -> per_vcpu x vCPUs + extra pages (catalog/node.py).
+    boot_hugepages: Mapping[str, Any] = _EMPTY
 
+
+class ReservationKind(NamedTuple):
+    """Capacity a person buys ahead and `up` launches into (`capacity: {kind, reservation}`)."""
+
+    name: str
+    pattern: str                        # regex a reservation of this kind matches
+    example: str                        # shown when a reservation does not match
+    fixed_count: str | None = None      # why max_nodes cannot exceed nodes (a fixed count)
+
+
+class Steps(NamedTuple):
+    """What a sized storage kind creates (and bills) for a `storage.size`: in the first tier
+    that holds it, the size rounded up to the tier's step, at least its minimum; the last tier
+    stops at its maximum (what is sold without a support request)."""
+
+    tiers: tuple[tuple[int, int, int | None], ...]   # (minimum GiB, step GiB, maximum GiB)
+    decimal_tib: bool = False   # TiB of 1000 GiB (FSx's "1.2 TiB" is its 1200 GiB step)
+
+    @property
+    def maximum_gib(self) -> int | None:
+        return self.tiers[-1][2]
+
+
+class Existing(NamedTuple):
+    """What `storage.existing` names for a kind, and the volume a static PV gets from it."""
+
+    form: str                            # e.g. "<file system id>/<mount name>"
+    example: str
+    # (plan, existing) -> the PersistentVolume's volume source (`render --with-storage`).
+    volume: Callable[[Any, str], dict] | None = None
+    pattern: str | None = None           # when set, validate requires a value matching it
+
+
+class StorageKind(NamedTuple):
+    """One `storage.kind`: every layer reads this record (spec rules, the planner's price and
+    rounding, render's volumes, the stacks, `down --keep-storage` and the sweep)."""
+
+    name: str
+    sized: bool = False                  # storage.size is required
+    created_by_stack: bool = False       # the stack creates it and binds `<name>-data`
+    mounted: bool = True                 # a directory every node sees (a bucket is fsspec)
+    claim: bool = True                   # pods mount it through the `<name>-data` claim
+    # Substrings of the cloud resource kinds / Pulumi types that hold the data: `down
+    # --keep-storage` keeps them, and teardown verification does not count them as leftovers.
+    resource_hints: tuple[str, ...] = ()
+    steps: Steps | None = None           # None: not sized by reclaunch (nothing billed)
+    usd_per_gb_month: float = 0.0        # of what `steps` creates (or planner["<name>_usd_..."])
+    existing: Existing | None = None
+    storage_class: str | None = None     # the claim's class when the spec names none ({name})
+    generic: bool = False                # offered by several targets (listed last)
+    # (seconds, source) the stack takes to create it, beside the cluster (planner/startup.py)
+    created_in: tuple[float, str] | None = None
+
+
+class ObjectStore(NamedTuple):
+    """An object store job.checkpoint.path / job.dataset.path may name (SCHEME://BUCKET/PREFIX):
+    the trainer reaches it through fsspec, the job's workload identity on a cloud's stack."""
+
+    schemes: tuple[str, ...]             # URL schemes, the first the usual one
+    extra: str                           # the pip extra with its fsspec implementation
+    fsspec_package: str
+    name_rule: tuple[str, str]           # (regex, what it means) for the bucket / container name
+    # A store whose URL may name its account (CONTAINER@ACCOUNT.<account_host>): the account
+    # rule (regex, "a ... name (...)"), its host suffix, and the form an existing container
+    # must be given in (it names the account; {bucket}, {prefix}).
+    account_rule: tuple[str, str] | None = None
+    account_host: str | None = None
+    account_form: str | None = None
+    # (regex storage.existing must match, with an `account` group; what it is) when a stack can
+    # grant rights on a bucket it did not create only by what holds it; None: its name will do.
+    grant_scope: tuple[str, str] | None = None
+
+
+# The S3 API: AWS, and the endpoints that speak it (MinIO, moto; cloud: local at
+# AWS_ENDPOINT_URL). Bucket names: docs.aws.amazon.com/AmazonS3/latest/userguide/
+# bucketnamingrules.html (3-63, lowercase, digits, dots, hyphens, start/end alphanumeric).
+S3 = ObjectStore(("s3",), "s3", "s3fs",
+                 (r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", "3-63 lowercase letters, digits, dots or hyphens"))
+
+NO_STORAGE = StorageKind("none", mounted=False, generic=True)
+# An object-store bucket for checkpoints (job.checkpoint.path: a URL): the stack creates it
+# (cloud: local at its endpoint); no volume, no mount; priced by each planner["bucket_prices"].
+BUCKET = StorageKind("bucket", mounted=False, generic=True,
+                     resource_hints=("bucket", "blobcontainer", "storageaccount"))
+# A CephFS the team runs, mounted through ceph-csi (the stack cannot create one).
+CEPHFS = StorageKind("cephfs", generic=True, storage_class="{name}-cephfs",
+                     existing=Existing("<clusterID>/<fsName>", "ceph-a/data", pattern=r"[^/]+/.+"))
+# A claim the cluster's storage class provisions, in 1 GiB steps (EBS gp3, pd-balanced, Azure
+# managed disk: docs.aws.amazon.com/ebs/latest/userguide/volume-types.html, gp3 1 GiB - 16 TiB);
+# priced per cloud (each cloud's planner["pvc_usd_per_gb_month"]).
+PVC = StorageKind("pvc", sized=True, generic=True, steps=Steps(((1, 1, None),)),
+                  resource_hints=("persistentvolume", "volume", "/disk:disk", "compute/disk", "disk"),
+                  created_in=(20, "assumption: a dynamically provisioned EBS / Persistent "
+                                  "Disk / Managed Disk volume binds in seconds"))
 
 ETHERNET = FabricFacts("ethernet", generic=True)
 GLOO = FabricFacts("gloo", selectable=False)   # torch.distributed over loopback (cloud: local)
@@ -75,20 +177,21 @@ class PreviewFacts(NamedTuple):
     # (type, name, inputs) -> outputs a program reads back; (token, args, region) -> result.
     outputs: Callable[[str, str, dict], dict] = lambda typ, name, inputs: {}
     calls: Callable[[str, dict, str], dict] = lambda token, args, region: {}
-    # "module:ATTR": (type, name, inputs) -> [what the cloud's API refuses there], for the
-    # types of its sdk_packages (stacks/refusals.py); preview adds them to `engine`.
-    refusals: str | None = None
 
 
 class CloudFacts(NamedTuple):
     """Everything a pure layer needs to know of one target, declared in its facts.py."""
 
     name: str
-    kind: str                                  # "kube": a Pulumi stack + PyTorchJob; "here"
-    provider: str                              # module whose provider() is the Provider
-    stack: str | None = None                   # stacks package (stacks.StackFacts), if any
-    storage: tuple[str, ...] = ("none",)       # spec.facts.STORAGE_KINDS this target provides
-    reservation_kinds: tuple[str, ...] = ()    # spec.rules.RESERVATION_ID kinds it sells
+    kind: str                                  # "kube": a Pulumi stack + PyTorchJob; "own"; "here"
+    # Module whose provider() is the Provider; None: `provider` beside the facts module.
+    provider: str | None = None
+    # Package implementing stacks.StackFacts (kind "kube"); None: stacks/<name>/ (built-in).
+    stack: str | None = None
+    storage: tuple[StorageKind, ...] = (NO_STORAGE,)   # the storage kinds this target provides
+    # The object stores its workload identity reaches (a cluster you bring, kind "own": any).
+    object_stores: tuple[ObjectStore, ...] = ()
+    reservation_kinds: tuple[ReservationKind, ...] = ()   # the reserved capacity it sells
     encryption_at_host: bool = False           # security.encryption_at_host is a choice here
     name_rule: tuple[str, str] = DNS_1035      # (regex, why) a cluster name must match
     fabrics: tuple[FabricFacts, ...] = ()
@@ -101,13 +204,18 @@ class CloudFacts(NamedTuple):
     # {type: (vcpus, GiB)} its stack uses.
     allocatable: Mapping[str, Any] | None = None
     system_shapes: Mapping[str, tuple[int, float]] = _EMPTY
-    # planner.yaml's per-cloud numbers: reclaim_rate_per_node_hour, control_plane_usd_per_hour,
-    # pvc_usd_per_gb_month (each with its source in the facts file).
+    # The planner's per-cloud numbers: reclaim_rate_per_node_hour, control_plane_usd_per_hour,
+    # pvc_usd_per_gb_month, bucket_prices (each with its source in the facts file).
     planner: Mapping[str, float] = _EMPTY
     preview: PreviewFacts = PreviewFacts()
+    # The pip extra with its SDKs and the modules it brings (`reclaunch check` looks for them).
+    pip_extra: str | None = None
+    sdk_modules: tuple[str, ...] = ()
     # Pulumi type prefixes of the cluster and its nodes: `down --keep-storage` never keeps them.
     compute_types: tuple[str, ...] = ()
     offers: str | None = None                  # catalog rows CSV next to the facts file
+    # A YAML of add-ons beside the facts file that k8s/addons.yaml lacks (its own device plugins).
+    addon_file: str | None = None
     home: Path | None = None                   # the facts file's folder (set by the loader)
     # Other names people write for this target (`cloud: amazon`): validate's "did you mean".
     aliases: tuple[str, ...] = ()
@@ -120,39 +228,40 @@ class CloudFacts(NamedTuple):
         return self.kind == "here"
 
 
-def _load_file(cloud: str) -> CloudFacts:
-    home = Path(__file__).with_name("providers") / cloud
-    # Registered under its package's name, so a provider that imports its own facts module
-    # gets this same object; the package's __init__ (the provider) does not run. PathFinder
-    # over that one folder also finds it inside a wheel run as a zip (zipimport).
-    name = f"{__package__}.providers.{cloud}.facts"
-    if name not in sys.modules:
-        spec = importlib.machinery.PathFinder.find_spec(name, [str(home)])
-        if spec is None:
-            raise ImportError(f"no facts.py for cloud {cloud!r} in {home}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-    return _placed(sys.modules[name].FACTS, home)
-
-
-def _placed(facts: CloudFacts, home: Path) -> CloudFacts:
-    return facts if facts.home else facts._replace(home=home)
-
-
-def _load_plugin(module: str) -> CloudFacts:
+def _facts_of(module_name: str, where: str, undo: str = "") -> CloudFacts:
+    """FACTS of a facts module, placed: its folder (`home`) and its provider module."""
     try:
-        mod = importlib.import_module(module)
+        mod = importlib.import_module(module_name)
     except ImportError as exc:   # a person's setting: one line (exit 2), not an internal error
-        from reclaunch.errors import UsageError
+        raise UsageError(f"{where}: cannot import {module_name!r} ({exc})",
+                         hint=f"put its package on PYTHONPATH, or {undo}") from None
+    facts = getattr(mod, "FACTS", None)
+    wrong = [f"{field} {x!r}" for field, want in _RECORDS.items()
+             for x in getattr(facts, field, ()) if not isinstance(x, want)]
+    if not isinstance(facts, CloudFacts) or wrong:
+        raise UsageError(f"{where}: {module_name} defines no FACTS (a reclaunch.clouds.CloudFacts)"
+                         if not wrong else f"{where}: {module_name}: not a record: {wrong[0]}",
+                         hint="storage, reservation_kinds, fabrics and object_stores hold this "
+                              "module's records (StorageKind, ReservationKind, FabricFacts, ObjectStore)")
+    package = module_name.rpartition(".")[0]
+    return facts._replace(home=facts.home or Path(mod.__file__).parent,
+                          provider=facts.provider or f"{package}.provider")
 
-        raise UsageError(f"{PLUGINS_ENV}: cannot import {module!r} ({exc})",
-                         hint="put its package on PYTHONPATH, or unset the variable") from None
-    return _placed(mod.FACTS, Path(mod.__file__).parent)
+
+# What each tuple field of CloudFacts holds.
+_RECORDS = {"storage": StorageKind, "reservation_kinds": ReservationKind, "fabrics": FabricFacts,
+            "object_stores": ObjectStore}
+
+
+def _registrations() -> Iterator[tuple[str, str, str]]:
+    """(facts module, where it was registered, how to undo that) for every cloud from outside."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=GROUP):
+        dist = ep.dist.name if ep.dist is not None else "its distribution"
+        yield ep.module, f"entry point {ep.name!r} ({GROUP})", f"uninstall {dist}"
+    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+        yield module, PLUGINS_ENV, "unset the variable"
 
 
 _registry: dict[str, CloudFacts] | None = None
@@ -162,23 +271,25 @@ _generation = 0
 def _all() -> dict[str, CloudFacts]:
     global _registry
     if _registry is None:
-        found = {c: _load_file(c) for c in BUILTIN}
-        for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
-            f = _load_plugin(module)
+        found = {c: _facts_of(f"{__package__}.providers.{c}.facts", "built-in") for c in BUILTIN}
+        for module, where, undo in _registrations():
+            f = _facts_of(module, where, undo)
+            if f.name in BUILTIN:
+                raise UsageError(f"{where}: {module} registers cloud {f.name!r}, which is built in",
+                                 hint="give the cloud another name")
             found[f.name] = f
         _registry = found
     return _registry
 
 
 def reload() -> None:
-    """Read the registry again (after RECLAUNCH_CLOUDS changed); caches keyed by generation()
-    (the bundled catalog, the fabric profiles) follow."""
+    """Read the registry again; caches keyed by generation() (catalog, fabric profiles) follow."""
     global _registry, _generation
     _registry = None
     _generation += 1
 
 
-def generation() -> int:
+def generation() -> int:   # bumped by reload()
     return _generation
 
 
@@ -201,6 +312,12 @@ def alias_of(word: object) -> str | None:
     return next((c for c, f in _all().items() if key in f.aliases), None)
 
 
+def here() -> CloudFacts:
+    """The target that runs on this machine (kind "here"): its planner.yaml section holds the
+    CPU-process constants, and `reclaunch calibrate` measures this host for it."""
+    return next(f for f in _all().values() if f.runs_here)
+
+
 def known(cloud: str) -> bool:
     return cloud in _all()
 
@@ -217,13 +334,19 @@ def all_facts() -> Iterator[CloudFacts]:
     return iter(_all().values())
 
 
+def _gathered(records: Callable[[CloudFacts], tuple]) -> dict[str, Any]:
+    """One field's records over every target, by name (the first declaration wins); those
+    several targets offer (`generic`) last."""
+    out: dict[str, Any] = {}
+    for f in _all().values():
+        for rec in records(f):
+            out.setdefault(rec.name, rec)
+    return dict(sorted(out.items(), key=lambda kv: kv[1].generic))
+
+
 def fabrics() -> dict[str, FabricFacts]:
     """Every fabric any target declares, by name; generic ones (ethernet) last."""
-    out: dict[str, FabricFacts] = {}
-    for f in _all().values():
-        for fab in f.fabrics:
-            out.setdefault(fab.name, fab)
-    return dict(sorted(out.items(), key=lambda kv: kv[1].generic))
+    return _gathered(lambda f: f.fabrics)
 
 
 def fabric(name: str) -> FabricFacts:
@@ -233,6 +356,25 @@ def fabric(name: str) -> FabricFacts:
 def selectable_fabrics() -> tuple[str, ...]:
     """The values `interconnect.inter_node` takes besides "auto"."""
     return tuple(n for n, f in fabrics().items() if f.selectable)
+
+
+def storage_kinds() -> dict[str, StorageKind]:
+    """Every storage kind any target provides, by name; generic ones (none, bucket) last."""
+    return _gathered(lambda f: f.storage)
+
+
+def storage_kind(name: str) -> StorageKind:
+    return storage_kinds().get(name) or StorageKind(name)
+
+
+def object_stores() -> dict[str, ObjectStore]:
+    """Every object store any target reaches, by URL scheme."""
+    return {scheme: o for f in _all().values() for o in f.object_stores for scheme in o.schemes}
+
+
+def reservation_kinds() -> dict[str, ReservationKind]:
+    """Every reservation kind any target sells, by name (the spec's `capacity.kind` choices)."""
+    return {r.name: r for f in _all().values() for r in f.reservation_kinds}
 
 
 def clouds_with_fabric(name: str) -> tuple[str, ...]:

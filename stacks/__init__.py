@@ -1,12 +1,13 @@
 """Pulumi programs, one package per cloud, each exposing `program(plan)`.
 
 Which program belongs to which cloud is declared once, in that cloud's CloudSpec
-(reclaunch/providers/<cloud>/__init__.py); which package is its stack, in its facts
-(reclaunch/providers/<cloud>/facts.py). Importing this package imports no Pulumi SDK.
+(reclaunch/providers/<cloud>/provider.py). A built-in cloud with a stack (facts kind "kube")
+has it here, as `stacks.<cloud>`; a cloud from outside names its own in its facts (`stack`).
+Importing this package imports no Pulumi SDK.
 
 Besides its program, every `stacks.<cloud>` package implements `StackFacts`: the pure facts
 the launch reads from the stack (its node pools, where a job pod must go, what needs a
-person before `up`). The manifests read them through `facts(cloud)`, which refuses a package
+person before `up`, what a pod carries for the bucket identity, its policy rules). The manifests read them through `facts(cloud)`, which refuses a package
 that lacks one, so a renamed function fails loudly instead of making a check find no pools.
 """
 
@@ -33,6 +34,24 @@ class StackFacts(Protocol):
     def manual_prerequisites(self, plan: "Plan") -> list[str]:
         """What a person must do before `up` (quotas, registrations, reservations to buy)."""
 
+    def pod_identity(self, plan: "Plan") -> dict[str, Any]:
+        """{labels, env} a job pod adds to use the bucket identity the stack creates
+        (stacks/identity.py: the ServiceAccount is common; what else the cloud needs is here)."""
+
+    def policy_rules(self) -> dict[str, Any]:
+        """{policy: rule(plan, resources) -> findings} for every policy of
+        stacks.policy.DECLARED (and any of the stack's own), over what its program creates."""
+
+    def api_refusals(self, typ: str, name: str, inputs: dict[str, Any]) -> list[str]:
+        """What the cloud's API would refuse in a resource of its SDK's types that the SDK and
+        Pulumi's mocks let through (names, values, combinations; stacks/refusals.py):
+        `preview` adds them to the resource's `engine` findings."""
+
+    def kubernetes_minors(self) -> dict[str, Any]:
+        """The dated table of Kubernetes minors the cloud creates clusters with, {as_of, source,
+        minors: [{minor, end}]} (`end`: its standard support's end): what `preview` shows and
+        `up` falls back to when it cannot ask the cloud (stacks/versions.py)."""
+
 
 FACTS = tuple(n for n in vars(StackFacts) if not n.startswith("_") and callable(vars(StackFacts)[n]))
 
@@ -41,12 +60,20 @@ class StackContractError(TypeError):
     """A stack package that does not implement StackFacts: a bug in the repo, not in input."""
 
 
-def facts(cloud: str) -> ModuleType | None:
-    """The cloud's stack package (its facts' `stack`, stacks.<cloud> for ours) checked against
-    StackFacts; None for a target with no stack (local)."""
+def package_name(cloud: str) -> str | None:
+    """The cloud's stack package: its facts' `stack`, else stacks.<cloud> for a built-in cloud
+    with a stack (kind "kube"); None for a target with no stack (local, a cluster you bring)."""
     from reclaunch import clouds
 
-    name = clouds.get(cloud).stack if clouds.known(cloud) else None
+    if not clouds.known(cloud):
+        return None
+    f = clouds.get(cloud)
+    return f.stack or (f"{__name__}.{cloud}" if f.kind == "kube" else None)
+
+
+def facts(cloud: str) -> ModuleType | None:
+    """The cloud's stack package checked against StackFacts; None for a target with no stack."""
+    name = package_name(cloud)
     if name is None:
         return None
     pkg = importlib.import_module(name)

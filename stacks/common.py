@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reclaunch import clouds
 # The names render, kube, lifecycle and the gc sweep select on: one definition for all.
 from reclaunch.tags import CAPACITY_LABEL, CLUSTER_TAG, GPU_LABEL, MANAGED_TAG, POOL_LABEL  # noqa: F401
 from stacks.fabric_facts import fabric_facts, fabric_kind  # noqa: F401
@@ -48,7 +49,7 @@ def _addons_file() -> Path:
 
 ADDONS_FILE = _addons_file()
 
-_GCP_LABEL = re.compile(r"[^a-z0-9_-]")
+_NOT_LABEL = re.compile(r"[^a-z0-9_-]")   # what a GCP label value may not hold
 
 
 def tags(plan: "Plan", **extra: str) -> dict[str, str]:
@@ -58,7 +59,7 @@ def tags(plan: "Plan", **extra: str) -> dict[str, str]:
 
 def label_safe(value: str) -> str:
     """A GCP label value: lowercase letters, digits, '-' and '_', at most 63 characters."""
-    return _GCP_LABEL.sub("-", str(value).lower())[:63]
+    return _NOT_LABEL.sub("-", str(value).lower())[:63]
 
 
 def labels(plan: "Plan", **extra: str) -> dict[str, str]:
@@ -182,14 +183,6 @@ def spot_max_price(plan: "Plan") -> float | None:
     return plan.spec.spot.max_price if plan.spot else None
 
 
-def storage_gib(plan: "Plan", minimum: int, step: int = 1, maximum: int | None = None) -> int:
-    """Capacity in GiB from `storage.size`, rounded up to what the service sells."""
-    size = plan.spec.storage.size
-    gib = minimum if not size else max(minimum, math.ceil(size / 2**30))
-    gib = math.ceil(gib / step) * step
-    return min(gib, maximum) if maximum else gib
-
-
 def local_ssd_count(plan: "Plan", disk_gb: int = 375) -> int:
     nvme = plan.offer.local_nvme_gb if plan.offer else 0
     return int(round(nvme / disk_gb)) if nvme else 0
@@ -213,7 +206,10 @@ def load_addon_file(path: str = str(ADDONS_FILE)) -> dict[str, Any]:
 
 
 def load_addons(path: str = str(ADDONS_FILE)) -> tuple[dict[str, Any], ...]:
-    return tuple(load_addon_file(path)["addons"])
+    """The bundled add-ons, then those a registered cloud ships (CloudFacts.addon_file)."""
+    own = [a for f in clouds.all_facts() if f.addon_file and path == str(ADDONS_FILE)
+           for a in load_addon_file(str(f.home / f.addon_file))["addons"]]
+    return (*load_addon_file(path)["addons"], *own)
 
 
 def gpudirect_release(kind: str = "tcpxo") -> dict[str, str]:
@@ -225,8 +221,6 @@ def gpudirect_release(kind: str = "tcpxo") -> dict[str, str]:
 def addons_for(plan: "Plan", *, include_managed: bool = False) -> list[dict[str, Any]]:
     """The add-ons for this cloud, fabric and storage kind, in file order. `managed` ones
     (installed by the cloud itself) only with include_managed: they carry facts, not installs."""
-    from reclaunch import clouds
-
     # Which cloud or fabric an add-on belongs to is its facts' `addons` (reclaunch/clouds.py);
     # one that none claims belongs everywhere.
     facts = list(clouds.all_facts())
@@ -384,13 +378,15 @@ def data_volume(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, *, namespace
 
 
 def cephfs_storage_class(k8s: Any, pulumi: Any, plan: "Plan", provider: Any) -> Any:
-    """An existing CephFS reached through ceph-csi: `storage.existing` is `clusterID/fsName`."""
+    """An existing CephFS reached through ceph-csi: `storage.existing` is `clusterID/fsName`;
+    the class is named as the claim render writes expects it (the kind's storage_class)."""
+    cls = clouds.storage_kind("cephfs").storage_class.format(name=plan.name)
     existing = plan.spec.storage.existing or ""
     cluster_id, _, fs_name = existing.partition("/")
     if not cluster_id or not fs_name:
         raise ValueError("storage.kind cephfs needs storage.existing: '<clusterID>/<fsName>'")
     return k8s.storage.v1.StorageClass(
-        name(plan, "cephfs"), metadata={"name": name(plan, "cephfs"), "labels": tags(plan)},
+        name(plan, "cephfs"), metadata={"name": cls, "labels": tags(plan)},
         provisioner="cephfs.csi.ceph.com", reclaim_policy="Retain", allow_volume_expansion=True,
         parameters={"clusterID": cluster_id, "fsName": fs_name,
                     "csi.storage.k8s.io/provisioner-secret-name": "csi-cephfs-secret",

@@ -5,14 +5,13 @@ Kubernetes ServiceAccount `<name>-trainer`, which the stack binds to a cloud ide
 on that bucket and prefix only (stacks/<cloud>/bucket.py): EKS Pod Identity, GKE Workload
 Identity, AKS workload identity. No node-wide role gets bucket rights, no key is stored in a
 manifest or Secret. The stack creates the ServiceAccount (it carries the cloud identity's id,
-known only after `up`); render names it on the pods and adds the pod label the cloud's
-webhook needs (AKS). Import-free, like stacks.common's pure part.
+known only after `up`); render names it on the pods and adds what the cloud's stack declares
+the pods need besides (`pod_identity` of stacks.StackFacts: AKS's webhook label, say).
+Import-free, like stacks.common's pure part.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from reclaunch.spec.buckets import BucketURL, is_url, parse
@@ -20,9 +19,6 @@ from reclaunch.spec.buckets import BucketURL, is_url, parse
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
-# AKS: the mutating webhook injects the federated token only into pods with this label
-# (learn.microsoft.com/azure/aks/workload-identity-deploy-cluster, "Deploy your application").
-POD_LABELS: dict[str, dict[str, str]] = {"azure": {"azure.workload.identity/use": "true"}}
 # Unfinished multipart uploads (a writer killed mid-checkpoint) are aborted after a day. Whole
 # checkpoints expire only when job.checkpoint.expire_days asks (expire_days below): a run
 # paused for longer than any fixed age must still resume, and the trainer itself deletes
@@ -61,31 +57,20 @@ def service_account(plan: "Plan") -> str | None:
     return f"{plan.name}-trainer" if grants(plan) else None
 
 
-def account_name(plan: "Plan", use: str = "") -> str:
-    """Azure: the name of a storage account the stack creates: 3-24 lowercase letters/digits,
-    globally unique, stable per cluster (a hash of name, region and `use`), so render can hand
-    it to the trainer (stacks/azure/bucket.py: checkpoints; storage.py: use "files")."""
-    base = re.sub(r"[^a-z0-9]", "", plan.name)[:14]
-    seed = "/".join(filter(None, (plan.name, plan.region, use)))
-    return f"r{use[:1] or 'l'}{base}{hashlib.sha256(seed.encode()).hexdigest()[:8]}"
-
-
-def _azure_env(plan: "Plan") -> dict[str, str]:
-    # adlfs reads the account from AZURE_STORAGE_ACCOUNT_NAME when the URL names none.
-    u = created(plan)
-    return {"AZURE_STORAGE_ACCOUNT_NAME": account_name(plan)} if u is not None and not u.account else {}
-
-
-POD_ENV = {"azure": _azure_env}
-
-
 def pod_identity(plan: "Plan") -> dict[str, Any]:
-    """{service_account, labels, env} the job pods carry ({} without a bucket)."""
+    """{service_account, labels, env} the job pods carry ({} without a bucket, or on a target
+    without a stack: local processes and a cluster you bring use their own identity). The
+    labels and env are the cloud's stack's (stacks.StackFacts.pod_identity): a stack that
+    declares none fails loudly (StackContractError), it never renders pods without them."""
+    import stacks
+
     sa = service_account(plan)
-    if sa is None or plan.cloud not in ("aws", "azure", "gcp"):
+    pkg = stacks.facts(plan.cloud) if sa is not None else None
+    if pkg is None:
         return {}
-    env = POD_ENV[plan.cloud](plan) if plan.cloud in POD_ENV else {}
-    return {"service_account": sa, "labels": dict(POD_LABELS.get(plan.cloud, {})), "env": env}
+    extra = pkg.pod_identity(plan)
+    return {"service_account": sa, "labels": dict(extra.get("labels") or {}),
+            "env": dict(extra.get("env") or {})}
 
 
 def kube_service_account(k8s: Any, pulumi: Any, plan: "Plan", provider: Any, namespace: Any,

@@ -2,7 +2,7 @@
 which the mocks `reclaunch preview` runs under let through.
 
 Each cloud's rules are its stack's (stacks/<cloud>/api_rules.py, named by that cloud's
-PreviewFacts.refusals); preview adds what they find to a resource's `engine` list, and any of
+StackFacts.api_refusals); preview adds what they find to a resource's `engine` list, and any of
 them makes preview (and `up`, before anything exists) refuse. What they cover is what those
 modules list, no more:
 

@@ -2,7 +2,8 @@
 
 Pure (no Pulumi, no network): `up` hands the cloud's own answer in as the stack config
 `reclaunch:kubernetesVersion` (reclaunch/providers/versions.py asks the cloud); `preview`
-and every run without that config use the dated table k8s/kubernetes-versions.yaml. Either
+and every run without that config use the stack's dated table (StackFacts.kubernetes_minors,
+in stacks/<cloud>/). Either
 way the minor is the newest one the cloud offers inside every installed add-on's
 `kubernetes: {min, max}` range (k8s/addons.yaml), so no pinned add-on meets a control plane
 its vendor does not support.
@@ -11,8 +12,6 @@ its vendor does not support.
 from __future__ import annotations
 
 import datetime as dt
-from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from stacks import common as c
@@ -20,7 +19,6 @@ from stacks import common as c
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
-VERSIONS_FILE = Path(c.ADDONS_FILE).parent / "kubernetes-versions.yaml"
 CONFIG_KEY = "kubernetesVersion"      # reclaunch:kubernetesVersion
 
 
@@ -35,11 +33,19 @@ def minor(v: str) -> str:
     return f"{major}.{mnr}"
 
 
-@lru_cache(maxsize=2)
-def table(path: str = str(VERSIONS_FILE)) -> dict[str, Any]:
-    import yaml
+def table(cloud: str) -> dict[str, Any] | None:
+    """The cloud's dated table of minors (its stack's kubernetes_minors); None: no stack."""
+    import stacks
 
-    return yaml.safe_load(Path(path).read_text())
+    pkg = stacks.facts(cloud)
+    return pkg.kubernetes_minors() if pkg else None
+
+
+def where(cloud: str) -> str:
+    """How a message names the dated table."""
+    import stacks
+
+    return f"the dated table of {stacks.package_name(cloud)} (as of {table(cloud)['as_of']})"
 
 
 def bounds(plan: "Plan") -> list[tuple[str, str | None, str | None]]:
@@ -78,15 +84,13 @@ def choose(plan: "Plan", offered: Iterable[str], *, where: str) -> str:
 def fallback_minors(cloud: str, on: dt.date | None = None) -> list[str]:
     """The table's minors for `cloud` still in standard support on `on` (the table's own date
     when None, so a preview never depends on today's clock)."""
-    doc = table()
+    doc = table(cloud) or {"as_of": None, "minors": []}
     day = on or doc["as_of"]
-    rows = doc["clouds"][cloud]["minors"]
-    return [str(r["minor"]) for r in rows if r["end"] > day]
+    return [str(r["minor"]) for r in doc["minors"] if r["end"] > day]
 
 
 def fallback(plan: "Plan", on: dt.date | None = None) -> str:
-    return choose(plan, fallback_minors(plan.cloud, on),
-                  where=f"the dated table {VERSIONS_FILE.name} (as of {table()['as_of']})")
+    return choose(plan, fallback_minors(plan.cloud, on), where=where(plan.cloud))
 
 
 def held_back(plan: "Plan", chosen: str, offered: Iterable[str]) -> list[str]:
@@ -100,7 +104,7 @@ def held_back(plan: "Plan", chosen: str, offered: Iterable[str]) -> list[str]:
     blockers = [" ".join(filter(None, (name, str(pins[name].get("version") or "")))) +
                 f" supports at most {hi} ({pins[name].get('source') or c.ADDONS_FILE.name})"
                 for name, _, hi in bounds(plan) if hi and minor_key(hi) < minor_key(newest)]
-    rows = table()["clouds"].get(plan.cloud) or {}
+    rows = table(plan.cloud) or {}
     end = next((r["end"] for r in rows.get("minors", []) if str(r["minor"]) == chosen), None)
     support = (f"; standard support for {chosen} ends {end} ({rows.get('source')}): a cluster "
                "that must outlive that date needs a release of it that supports a newer "
@@ -113,8 +117,7 @@ def person_lines(plan: "Plan") -> list[str]:
     """held_back() for the minor the dated table gives: `up --dry-run` and `up` list it with
     what needs a person, and `up` warns the same of the cloud's own answer
     (reclaunch/providers/versions.py)."""
-    cloud = table()["clouds"].get(plan.cloud)
-    if not cloud:
+    if table(plan.cloud) is None:
         return []
     offered = fallback_minors(plan.cloud)
     try:

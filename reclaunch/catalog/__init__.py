@@ -79,6 +79,10 @@ class Offer:
     zones: str = ""            # space-separated zones (AWS AZ IDs) the snapshot lists it in
     purchase: str = "on-demand"  # PURCHASE_KINDS: how it is sold when there is no on-demand
     purchase_usd: float | None = None
+    # The nodes sit on NVIDIA's own DGX SuperPOD fabric (the reference systems of published
+    # results): no catalog row does; only the calibration harness (planner/published.py) sets
+    # it, so those rows are planned at the all-to-all efficiency such systems reached.
+    reference_fabric: bool = False
 
     @property
     def priced(self) -> bool:

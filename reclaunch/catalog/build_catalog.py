@@ -1,27 +1,11 @@
-"""Regenerate the bundled catalog's AWS rows from a SkyPilot catalog snapshot. Not on any
-start-up path: run by hand when a newer snapshot is read, then review the diff and commit.
+"""What the catalog generators share: each cloud's generator (providers/<cloud>/catalog_rows.py,
+run by hand when a newer snapshot is read) turns another project's catalog file into rows of
+the bundled data/instances.csv, with the GPU, fabric and host facts from data/instance_types.csv
+(the authoritative table). Not on any start-up path.
 
-    python -m reclaunch.catalog.build_catalog [--aws vms.csv ...] \\
-        --snapshot "skypilot-org/skypilot-catalog@00148f2a catalogs/v8/aws/vms.csv" \\
-        --as-of 2026-11-09 [--write]
-
---aws defaults to the extract in ../shared/reference/catalog-sources/ (reclaunch/catalog/
-sources.py): the rows of the 1-GPU and B200 types (g5.xlarge, g6.xlarge, g6.8xlarge,
-g6e.2xlarge, p6-b200.48xlarge) of the same 00148f2a file, columns InstanceType, Price,
-SpotPrice, Region, AvailabilityZone. The other AWS rows were generated from the whole file;
-regenerate them by passing it.
-
-Input: SkyPilot's `catalogs/v*/aws/vms.csv` (github.com/skypilot-org/skypilot-catalog; columns
-InstanceType, Price, SpotPrice, Region, AvailabilityZone: one row per instance type and AZ ID,
-on-demand Price per region from the AWS price list, SpotPrice the AZ's current spot price), or
-an extract of it with at least those columns. The file carries no date, so --as-of is required:
-the date the snapshot's prices are known to hold (a dated receipt of the same numbers), never a
-guess.
-
-What it writes: one row per (instance type, region) for every AWS instance type in
-data/instance_types.csv (the authoritative GPU/fabric facts) that the snapshot lists, replacing
-the bundled rows of those types; every other row is kept as it is. The snapshot decides where an
-instance is sold: a region it does not list for a covered type is dropped.
+SkyPilot's `catalogs/v*/<cloud>/vms.csv` rows (InstanceType, Price, SpotPrice, Region,
+AvailabilityZone) aggregate per (instance type, region) here; a file without a date is dated by
+the caller's --as-of (a dated receipt of the same numbers), never a guess.
 """
 
 from __future__ import annotations
@@ -56,7 +40,7 @@ def read_facts(path: Path = DATA / "instance_types.csv") -> dict[tuple[str, str]
         return {(r["cloud"], r["instance_type"]): r for r in csv.DictReader(fh)}
 
 
-def aggregate(snapshot_rows, facts: dict[tuple[str, str], dict[str, str]], cloud: str = "aws"):
+def aggregate(snapshot_rows, facts: dict[tuple[str, str], dict[str, str]], cloud: str):
     """(instance, region) -> {"on_demand", "spots", "zones"} for the instance types in facts."""
     wanted = {it for (c, it) in facts if c == cloud}
     out: dict[tuple[str, str], dict] = defaultdict(lambda: {"on_demand": set(), "spots": [], "zones": []})
@@ -74,7 +58,7 @@ def aggregate(snapshot_rows, facts: dict[tuple[str, str], dict[str, str]], cloud
     return out
 
 
-def build_rows(cells, facts, snapshot: str, as_of: dt.date, cloud: str = "aws") -> tuple[list[dict], list[str]]:
+def build_rows(cells, facts, snapshot: str, as_of: dt.date, cloud: str) -> tuple[list[dict], list[str]]:
     rows, notes = [], []
     for (it, region), cell in sorted(cells.items()):
         fact = facts[(cloud, it)]
@@ -114,7 +98,7 @@ def _fmt(v: float | None, digits: int) -> str:
     return "" if v is None else (f"{round(v, digits):.{digits}f}".rstrip("0").rstrip(".") or "0")
 
 
-def merge(existing: list[dict], generated: list[dict], cloud: str = "aws") -> list[dict]:
+def merge(existing: list[dict], generated: list[dict], cloud: str) -> list[dict]:
     covered = {r["instance_type"] for r in generated}
     kept = [r for r in existing if not (r["cloud"] == cloud and r["instance_type"] in covered)]
     return sorted(kept + generated, key=lambda r: (r["cloud"], r["instance_type"], r["region"]))
@@ -145,38 +129,34 @@ def write_instances(out: Path, rows: list[dict]) -> None:
     print(f"wrote {out}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--aws", nargs="+", type=Path, default=sources.defaults(sources.AWS),
-                    help="SkyPilot catalogs/v*/aws/vms.csv (or extracts of it)")
-    ap.add_argument("--snapshot", required=True, help="repo@commit path, written into every row's source")
-    ap.add_argument("--as-of", required=True, type=dt.date.fromisoformat,
-                    help="the date the snapshot's prices are known to hold (YYYY-MM-DD)")
+def read_inputs(argv: list[str] | None, doc: str, flag: str, files_help: str,
+                defaults: tuple[str, ...], snapshot: str | None, as_of_help: str):
+    """The generators' command line: --<flag> FILE..., --snapshot, --as-of, --out, --write.
+    (args, facts, snapshot rows), or None after one line saying why (a date in the future, a
+    missing file): the caller exits 2."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument(f"--{flag}", dest="files", nargs="+", type=Path,
+                    default=sources.defaults(defaults), help=files_help)
+    ap.add_argument("--snapshot", required=snapshot is None, default=snapshot,
+                    help="repo@commit path, written into every row's source")
+    ap.add_argument("--as-of", required=True, type=dt.date.fromisoformat, help=as_of_help)
     ap.add_argument("--out", type=Path, default=DATA / "instances.csv")
     ap.add_argument("--write", action="store_true", help="write --out (default: print a summary only)")
     a = ap.parse_args(argv)
     if as_of_in_future(a.as_of):
-        return 2
-    facts = read_facts()
-    snap = sources.read_csv_rows(a.aws)
-    if snap is None:
-        return 2
-    cells = aggregate(snap, facts)
-    generated, notes = build_rows(cells, facts, a.snapshot, a.as_of)
-    existing = read_instances(a.out)
-    merged = merge(existing, generated)
+        return None
+    snap = sources.read_csv_rows(a.files)
+    return None if snap is None else (a, read_facts(), snap)
+
+
+def report(a, notes: list[str], lines: list[str], generated: list[dict], merged: list[dict]) -> int:
+    """The generators' end: notes on stderr, one line per what was read, the counts, and the
+    catalog written with --write."""
     for n in notes:
         print("note:", n, file=sys.stderr)
-    per_type: dict[str, list[str]] = defaultdict(list)
-    for r in generated:
-        per_type[r["instance_type"]].append(r["region"])
-    for it, regions in sorted(per_type.items()):
-        print(f"{it}: {len(regions)} regions: {' '.join(regions)}")
+    for line in lines:
+        print(line)
     print(f"{len(generated)} generated rows; {len(merged)} rows in all")
     if a.write:
         write_instances(a.out, merged)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,7 +15,8 @@ each with its source); this module only evaluates it, so no code names a cloud:
 - capacity -> allocatable: the vendor's kube-reserved formula (tiers of cores, tiers of memory,
   or a per-pod memory reserve over the node's max pods) and the eviction threshold.
 - hugepages the node pre-allocates come off allocatable memory (kubelet's node allocatable):
-  the stacks pass the pool's pages, which are the fabric profile's own (stacks/fabric_facts.py).
+  the stacks pass the pool's pages: what the fabric's node image reserves at boot
+  (`boot_hugepages`, from the fabric's facts), or more where the job's pods request more.
 - DaemonSets: their requests come from k8s/addons.yaml; the caller decides which run on the node.
 Every step errs low: when a figure is uncertain the node is modelled smaller, so a pod that the
 check says fits a model also fits the real node ("may not fit" is the safe mistake).
@@ -124,6 +125,15 @@ def node_model(cloud: str, instance_type: str, vcpus: int, ram_gib: float,
                      reserved_memory=mem_reserved,
                      eviction_memory=Fraction(r.get("eviction_mib", 0)) * MIB, max_pods=pods,
                      hugepages=dict(hugepages or {}), source=str(r.get("source", "")))
+
+
+def boot_hugepages(rule: Mapping[str, Any], vcpus: int) -> dict[str, int]:
+    """{resource: bytes} a node of `vcpus` reserves at boot under a fabric's `boot_hugepages`
+    rule (reclaunch/clouds.py FabricFacts); {} for a fabric that reserves none."""
+    if not rule:
+        return {}
+    pages = int(rule["per_vcpu"]) * int(vcpus) + int(rule.get("extra", 0))
+    return {str(rule["resource"]): pages * int(rule["page_bytes"])}
 
 
 def system_shape(instance_type: str) -> tuple[int, float] | None:

@@ -26,14 +26,11 @@ def source_path(name: str) -> Path:
     return sources_dir() / name
 
 
-# The extracts each generator reads by default (all in the sources folder). Each is the named
-# rows of one file of another project at one commit; the *_sizes files add the rows of the 1-,
-# 2- and 4-GPU and B200 types (issue 27) from the same commit as the file before them, so the
-# date that commit's prices are known by holds for them too.
-AWS = ("skypilot_v8_aws_00148f2a_sizes.csv",)
-AZURE = ("skypilot_v6_azure_098741e7.csv", "skypilot_v6_azure_098741e7_sizes.csv")
-GCP = ("skypilot_v8_gcp_006059e0.csv", "skypilot_v8_gcp_006059e0_sizes.csv")
-GCP_PRICES = "cyclenerd_gcp_pricing_fd66b26f.csv"
+# The extracts each generator reads by default are its own (SOURCES in providers/<cloud>/
+# catalog_rows.py), all in this folder. Each is the named rows of one file of another project
+# at one commit; the *_sizes files add the rows of the 1-, 2- and 4-GPU and B200 types (issue
+# 27) from the same commit as the file before them, so the date that commit's prices are known
+# by holds for them too.
 
 
 def defaults(names: tuple[str, ...]) -> list[Path]:

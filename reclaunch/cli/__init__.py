@@ -265,9 +265,9 @@ def _fit_or_exit(plan, objs, file: str) -> None:
 
 
 def _claim_note(spec, with_storage: bool = False) -> None:
-    from reclaunch.spec.facts import STACK_PROVISIONED
+    from reclaunch import clouds
 
-    if spec.storage.kind in STACK_PROVISIONED and not with_storage:   # the claim is not here
+    if clouds.storage_kind(spec.storage.kind).created_by_stack and not with_storage:   # the claim is not here
         click.echo(f"note: the job mounts PersistentVolumeClaim {spec.name}-data ({spec.storage.kind}), "
                    "which `reclaunch up` creates with the file system; on a cluster you already "
                    "have, create that claim first (`--with-storage` writes it for storage.existing)", err=True)

@@ -56,9 +56,9 @@ def dry_run(file: str, output: str, out_dir: str | None) -> None:
     spec, catalog = _load(file)
     plan = make_plan(spec, catalog, context=plan_context(spec))   # as `up` plans it
     if spec.runs_here:
-        from reclaunch.providers.local.dryrun import describe
+        from reclaunch.providers import get
 
-        commands, env = describe(plan)
+        commands, env = get(spec.cloud).describe(plan)   # what its `up` would run here
         if output == "yaml" or out_dir:
             import yaml
 

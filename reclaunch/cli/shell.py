@@ -71,15 +71,9 @@ def nodes() -> None:
 def nodes_save(context: str | None, out: str | None) -> None:
     """Read the cluster's nodes (labels, taints, allocatable) and what its pods request, and
     save them: `plan`, `render` and `check` then work from the file (`kubernetes.nodes`)."""
-    from pathlib import Path
+    from reclaunch.providers import save_nodes
 
-    from reclaunch import host
-    from reclaunch.providers.kubernetes import saved
-    from reclaunch.providers.kubernetes.connect import connect, context_name
-
-    name = context_name(context)
-    done = saved.save(connect(name), name, Path(out) if out else saved.default_path(name),
-                      host.today())
+    name, done = save_nodes(context, out)
     click.echo(f"saved {done['nodes']} node(s) and the requests of {done['pods']} pod(s) of "
                f"{name} to {done['path']}\n  use it: `kubernetes: {{context: {name}, nodes: "
                f"{done['path']}}}` in the spec (plan, render and check; `up` reads the cluster)")

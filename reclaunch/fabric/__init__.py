@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from reclaunch import clouds
 from reclaunch.errors import PlanError
+from reclaunch.fabric import inter as _inter
 from reclaunch.fabric.generations import PROFILES
 from reclaunch.fabric.intra import of_offer
 from reclaunch.fabric.profiles import DATE, PCIE_GEN4, FabricProfile, Member
@@ -75,12 +76,13 @@ def _match(cloud: str, instance_type: str,
 
 
 def _resolve(p: FabricProfile, m: Member, instance_type: str, intra: float | None = None,
-             warning: str | None = None) -> FabricProfile:
+             warning: str | None = None, offer: Any = None) -> FabricProfile:
+    family = p.inter_node_busbw_gbs if m.inter_node_busbw_gbs is None else m.inter_node_busbw_gbs
     return p._replace(
         instance_type=instance_type,
         intra_node_busbw_gbs=m.intra_node_busbw_gbs if intra is None else intra,
-        inter_node_busbw_gbs=(p.inter_node_busbw_gbs if m.inter_node_busbw_gbs is None
-                              else m.inter_node_busbw_gbs),
+        # capped by the instance's own network (fabric/inter.py)
+        inter_node_busbw_gbs=_inter.of_offer(family, offer).busbw_gbs,
         busbw_threshold_gbs=(p.busbw_threshold_gbs if m.busbw_threshold_gbs is None
                              else m.busbw_threshold_gbs),
         resources=p.resources if m.resources is None else m.resources,
@@ -98,7 +100,7 @@ def profile_for(cloud: str, instance_type: str | None, inter_node: str = "auto",
     instance_type = instance_type or ""
     cpu = _match(cloud, instance_type, "gloo")
     if cpu is not None:   # a CPU target (cloud: local): gloo whatever inter_node says
-        return _resolve(cpu[0], cpu[1], instance_type or "local")
+        return _resolve(cpu[0], cpu[1], instance_type or cloud)
     if inter_node not in ("auto", *clouds.selectable_fabrics()):
         raise PlanError(f"unknown interconnect.inter_node {inter_node!r}",
                         hint="one of auto, " + ", ".join(clouds.selectable_fabrics()))
@@ -129,13 +131,14 @@ def profile_for(cloud: str, instance_type: str | None, inter_node: str = "auto",
         fallback = member[1] if member else Member("", PCIE_GEN4)
         return _resolve(eth, fallback, instance_type,
                         intra=intra if intra is not None else fallback.intra_node_busbw_gbs,
-                        warning=warning)
+                        warning=warning, offer=offer)
     found = _match(cloud, instance_type, wanted)
     if found is None or (offer is not None and offer.fabric != wanted):
         has = natural_fabric or "no known fabric"
         raise PlanError(f"interconnect.inter_node is {wanted} but {cloud} {instance_type} has {has}",
                         hint="set inter_node: auto, or pick an instance type with that fabric")
-    return _resolve(found[0], found[1], instance_type, intra=fact.busbw_gbs if fact is not None else None)
+    return _resolve(found[0], found[1], instance_type, intra=fact.busbw_gbs if fact is not None else None,
+                    offer=offer)
 
 
 def nccl_env(profile: FabricProfile, user_env: Mapping[str, str] | None = None,

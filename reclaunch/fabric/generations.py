@@ -27,13 +27,14 @@ PROFILES: tuple[FabricProfile, ...] = BASE + (
         source=_EFA_SOURCE + "; EC2 accelerated computing specs (G6: EFA on g6.8xlarge+)",
         link_gbps=25, inter_node_busbw_gbs=1.5625, busbw_threshold_gbs=1.25,
         notes="not measured: 0.5 x the 25 Gbps link (no GPUDirect RDMA, host bounce) = 1.5625 GB/s, "
-              "as efa-g derives its figures. FI_EFA_USE_DEVICE_RDMA left unset (no RDMA read)."),
+              "as efa-g derives its figures (no RDMA read on these parts)."),
     # P6-B200: 8 x 400 Gbps EFAv4 with GPUDirect RDMA, the same 3200 Gbps per node as P5.
     _by_name("efa-p5")._replace(
         name="efa-p6", members=(Member("p6-b200.", HGX_B200),),
         source=_EFA_SOURCE + "; EC2 accelerated computing specs (P6-B200: 8 x 400 Gbps EFAv4)",
         resources=_ro({"vpc.amazonaws.com/efa": 8}), measured_2node_busbw_gbs=None,
-        threshold_basis="p5's 0.8 x 437.8 GB/s: same 3200 Gbps per node (8 x 400 Gbps EFAv4)",
+        threshold_basis="derived, not measured: p5's 0.8 x 437.8 GB/s (same 3200 Gbps per "
+                        "node, 8 x 400 Gbps EFAv4)",
         notes="not measured: reuses p5's inter-node figures (same per-node link rate); the "
               "intra-node figure is HGX_B200, derived (see above). aws-ofi-nccl (>= 1.14, in the "
               "EFA installer) carries the P6 platform settings; env is efa-p5's."),

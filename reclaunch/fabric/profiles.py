@@ -18,7 +18,7 @@ Bandwidth figures are all_reduce *bus* bandwidth in GB/s (nccl-tests busbw):
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
-from reclaunch.fabric import tcpxo
+from reclaunch.fabric import tcpx, tcpxo
 from reclaunch.fabric.topology import FILE_NAME as TOPO_FILE, MOUNT_DIR as TOPO_DIR
 
 DATE = "2026-11"
@@ -114,17 +114,22 @@ def _mount(name: str, path: str, read_only: bool = False) -> Mapping[str, Any]:
     return _ro({"name": name, "mountPath": path, **({"readOnly": True} if read_only else {})})
 
 
-# NCCL_NET pins the aws-ofi-nccl net ("Libfabric", the plugin's name since v1.13.0-aws,
-# src/nccl_ofi_interface_nvidia.cpp): without a pin, an image lacking the plugin or
-# libfabric silently runs NCCL on sockets; with it, NCCL init stops with the net missing.
+# NCCL_NET pins the aws-ofi-nccl net: without a pin, an image lacking the plugin or libfabric
+# silently runs NCCL on sockets; with it, NCCL init stops with the net missing. "AWS Libfabric"
+# is the name every plugin version answers to: 1.11 and older call their net that, newer ones
+# "Libfabric" and rename it to "AWS Libfabric" when NCCL_NET asks for it
+# (aws/aws-ofi-nccl@02a874d src/nccl_ofi_interface_nvidia.cpp nvidia_plugin_name_fixup).
 # FI_EFA_USE_HUGE_PAGE=0: aws-ofi-nccl doc/efa-env-var.md, needed when PyTorch data-loader
 # workers fork (else os.fork() "Cannot allocate memory" once huge pages run out); the
 # reference trainer forks loader workers. libfabric then takes its buffers from ordinary pages,
-# so no EFA profile reserves hugepages (the EKS examples' 5120Mi would sit unused per node).
+# so no EFA pod requests hugepages (the EKS examples' 5120Mi would sit unused per node); the
+# node image's boot-time pages still come off its memory (the efa fabric's boot_hugepages).
 # NCCL_TUNER_PLUGIN is not set: the plugin sets it to its own library itself
 # (src/platform-aws.cpp), and skips that when it is already set.
-_EFA_NET = {"NCCL_NET": "Libfabric", "FI_EFA_USE_HUGE_PAGE": "0"}
-_EFA_ENV = {"FI_EFA_USE_DEVICE_RDMA": "1", "NCCL_SOCKET_IFNAME": "^lo,docker", **_EFA_NET}
+# FI_EFA_USE_DEVICE_RDMA is not set: "do not set for libfabric>=1.18.0 and aws-ofi-nccl>=1.7.0"
+# (doc/efa-env-var.md), which find RDMA read themselves; an older plugin needs it in nccl.env.
+_EFA_NET = {"NCCL_NET": "AWS Libfabric", "FI_EFA_USE_HUGE_PAGE": "0"}
+_EFA_ENV = {"NCCL_SOCKET_IFNAME": "^lo,docker", **_EFA_NET}
 # Where the EFA installer puts libfabric (/opt/amazon/efa/lib) and aws-ofi-nccl
 # (/opt/amazon/ofi-nccl/lib[/x86_64-linux-gnu] since installer 1.29; /opt/aws-ofi-nccl/install/lib
 # when built from source), plus a source-built NCCL: the paths every image of
@@ -134,8 +139,9 @@ _EFA_ENV = {"FI_EFA_USE_DEVICE_RDMA": "1", "NCCL_SOCKET_IFNAME": "^lo,docker", *
 # preflight reports that as a fallback with the plugin missing.
 _EFA_LIBS = ("/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "/opt/amazon/ofi-nccl/lib",
              "/opt/aws-ofi-nccl/install/lib", "/opt/amazon/efa/lib", "/opt/nccl/build/lib")
-_EFA_GDR = ("set FI_EFA_USE_DEVICE_RDMA=1 (p4d/p5 support RDMA read), use aws-ofi-nccl >= 1.7 "
-            "and libfabric >= 1.18 in the image, and request every EFA device of the node")
+_EFA_GDR = ("use aws-ofi-nccl >= 1.7 and libfabric >= 1.18 in the image (they use RDMA read on "
+            "p4d/p5 unasked; an older plugin needs FI_EFA_USE_DEVICE_RDMA=1 in nccl.env), and "
+            "request every EFA device of the node")
 _EFA_SOURCE = "aws-ofi-nccl docs (efa-env-var.md, tuner.md); EKS user guide (node-efa)"
 _EFA_FALLBACK = (
     "use an image with libfabric >= 1.18 (EFA installer, /opt/amazon/efa/lib) and the "
@@ -158,6 +164,13 @@ _AZ_ENV = {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0",
            "NCCL_TOPO_FILE": f"{TOPO_DIR}/{TOPO_FILE}", "NCCL_NET": "IB",
            "NCCL_IGNORE_CPU_AFFINITY": "1"}
 _AZ_SOURCE = "Azure azhpc-images (ndv4.sh, ndv5.sh, nccl.conf); Azure/aks-rdma-infiniband"
+# rdma/ib comes from the SR-IOV device plugin selecting InfiniBand links only, so the pod holds
+# no other HCA and NCCL_IB_HCA is not set. A cluster using the shared-device plugin
+# (rdma/shared_ib) shows the pod every mlx5 device, the Ethernet one too, on which NCCL fails:
+# Azure's own test excludes it (aks-rdma-infiniband tests/.../rdma_test.sh: NCCL_IB_HCA=^mlx5_8).
+_AZ_HCA = ("rdma/ib holds InfiniBand HCAs only (SR-IOV plugin, linkTypes infiniband): no "
+           "NCCL_IB_HCA. With rdma/shared_ib set NCCL_IB_HCA in nccl.env to the IB devices "
+           "(ibv_devinfo: link_layer InfiniBand), e.g. ^mlx5_8 as Azure's AKS test does.")
 _AZ_FALLBACK = (
     "install the NVIDIA Network Operator (nodes labelled "
     "feature.node.kubernetes.io/pci-15b3.present=true) with the IB device plugin, request rdma/ib "
@@ -172,10 +185,7 @@ _GKE_SOURCE = "GoogleCloudPlatform container-engine-accelerators ({}); cluster-t
 _NVIDIA_LIBS = _host("nvidia-libs", "/home/kubernetes/bin/nvidia")
 _NVIDIA_LIBS_MOUNT = _mount("nvidia-libs", "/usr/local/nvidia")
 _SYS = (_host("sys", "/sys"), _host("proc-sys", "/proc/sys"))
-_SYS_MOUNTS = (_mount("sys", "/hostsysfs"), _mount("proc-sys", "/hostprocsysfs"))
 _GKE_LD = ("/usr/local/nvidia/lib64",)   # prepended, as the vendors' env scripts do
-_CHUNKS = {"NCCL_P2P_NET_CHUNKSIZE": "524288", "NCCL_P2P_PCI_CHUNKSIZE": "524288",
-           "NCCL_P2P_NVL_CHUNKSIZE": "1048576"}
 
 
 def _gpu_nics(first: int, count: int, template: str, start: int = 1) -> tuple[tuple[str, str], ...]:
@@ -219,7 +229,8 @@ PROFILES: tuple[FabricProfile, ...] = (
         resources=_ro({"vpc.amazonaws.com/efa": 16}),
         transport="NET/OFI", link_gbps=3200, gpudirect=True,
         measured_2node_busbw_gbs=None, inter_node_busbw_gbs=400.0, busbw_threshold_gbs=350.2,
-        threshold_basis="p5's 0.8 x 437.8 GB/s: same 3200 Gbps per node (16 x 200 Gbps EFA)",
+        threshold_basis="derived, not measured: p5's 0.8 x 437.8 GB/s (same 3200 Gbps per "
+                        "node, 16 x 200 Gbps EFA)",
         fallback_fix=_EFA_FALLBACK, low_busbw_fix=_EFA_LOW,
         ld_library_path=_EFA_LIBS, gdr_fix=_EFA_GDR,
         notes="not measured: reuses p5's figures because the per-node link rate is the same."),
@@ -240,7 +251,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         ld_library_path=_EFA_LIBS, gdr_fix=_EFA_GDR,
         notes="not measured: inter-node derived as 0.5 x link rate (no GPUDirect RDMA, host "
               "bounce): 40 Gbps -> 2.5, 100 Gbps -> 6.25, 400 Gbps -> 25 GB/s. "
-              "FI_EFA_USE_DEVICE_RDMA is left unset (no RDMA read on these parts)."),
+              "No RDMA read on these parts."),
     FabricProfile(
         name="azure-ib-v4", fabric="infiniband",
         members=(Member("Standard_ND96asr_v4", HGX_A100),
@@ -253,8 +264,7 @@ PROFILES: tuple[FabricProfile, ...] = (
         threshold_basis="Azure's own fault line: < 180 GB/s on HDR, 2 nodes, 8 GiB "
                         "(measured 187.2; Azure/aks-rdma-infiniband)",
         fallback_fix=_AZ_FALLBACK, low_busbw_fix=_AZ_LOW,
-        notes="8 x HDR 200 Gb. Azure does not set NCCL_IB_HCA. rdma/shared_ib: 1 replaces "
-              "rdma/ib when the shared-device plugin is used (override the resource)."),
+        notes=_AZ_HCA),
     FabricProfile(
         name="azure-ib-v5", fabric="infiniband",
         members=(Member("Standard_ND96isr_H100_v5", HGX_H100),
@@ -264,52 +274,34 @@ PROFILES: tuple[FabricProfile, ...] = (
         resources=_ro({"rdma/ib": 8}), capabilities=("IPC_LOCK",),
         transport="NET/IB", link_gbps=3200, gpudirect=True,
         inter_node_busbw_gbs=320.0, busbw_threshold_gbs=256.0,
-        threshold_basis="0.8 x derived 320 GB/s (not measured)",
+        threshold_basis="derived, not measured: 0.8 x 320 GB/s (0.8 x the 3200 Gbps link)",
         fallback_fix=_AZ_FALLBACK, low_busbw_fix=_AZ_LOW,
         notes="not measured: inter-node derived as 0.8 x the 3200 Gbps NDR link (400 GB/s). "
               "NCCL 2.18.1 + relaxed ordering + LL128 can corrupt data on HGX H100: use NCCL "
-              ">= 2.18.3 or set NCCL_PROTO=^LL128 in nccl.env."),
+              ">= 2.18.3 or set NCCL_PROTO=^LL128 in nccl.env. " + _AZ_HCA),
     FabricProfile(
         name="gcp-tcpx", fabric="tcpx",
         members=(Member("a3-highgpu-", HGX_H100),),
         source=_GKE_SOURCE.format("gpudirect-tcpx"), date=DATE,
-        env=_ro({"NCCL_SOCKET_IFNAME": "eth0",
-                 "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME": "eth1,eth2,eth3,eth4",
-                 "NCCL_GPUDIRECTTCPX_CTRL_DEV": "eth0", "NCCL_CROSS_NIC": "0",
-                 "NCCL_NET_GDR_LEVEL": "PIX", "NCCL_P2P_PXN_LEVEL": "0", "NCCL_PROTO": "Simple",
-                 "NCCL_BUFFSIZE": "4194304", "NCCL_DYNAMIC_CHUNK_SIZE": "524288", **_CHUNKS,
-                 "NCCL_NSOCKS_PERTHREAD": "4", "NCCL_SOCKET_NTHREADS": "1",
-                 "NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX": "/run/tcpx",
-                 "NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS": "500000"}),
-        ld_library_path=_GKE_LD,
+        env=tcpx.ENV, ld_library_path=_GKE_LD,
         annotations=_ro({"networking.gke.io/default-interface": "eth0"}),
         gke_interfaces=(("eth0", "default"),) + _gpu_nics(1, 4, "{cluster}-gpu-{i}"),
-        sidecars=(_ro({
-            "name": "tcpx-daemon",
-            "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.15",
-            "command": ["bash", "-c",
-                        "/tcpgpudmarxd/build/app/tcpgpudmarxd --gpu_nic_preset a3vm "
-                        "--gpu_shmem_type fd --uds_path /run/tcpx "
-                        "--setup_param \"--verbose 128 2 0\" &\n"
-                        "while [ ! -e /run/reclaunch/workload_terminated ]; do sleep 10; done"],
-            "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}},
-            "env": [{"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}],
-            "volumeMounts": [{"name": "nvidia-libs", "mountPath": "/usr/local/nvidia"},
-                             {"name": "tcpx-socket", "mountPath": "/run/tcpx"},
-                             {"name": "reclaunch-exit", "mountPath": "/run/reclaunch"},
-                             {"name": "sys", "mountPath": "/hostsysfs"},
-                             {"name": "proc-sys", "mountPath": "/hostprocsysfs"}]}),),
+        device_annotation_container="tcpx-daemon",
+        extra_devices=("/dev/nvidiactl", "/dev/nvidia-uvm"),
+        sidecars=(_ro(tcpx.daemon_container(
+            "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.15")),),
         volumes=(_NVIDIA_LIBS, *_SYS, _ro({"name": "tcpx-socket", "emptyDir": {}}),
                  _ro({"name": "reclaunch-exit", "emptyDir": {}})),
-        volume_mounts=(_NVIDIA_LIBS_MOUNT, _mount("tcpx-socket", "/run/tcpx"),
+        volume_mounts=(_NVIDIA_LIBS_MOUNT, _mount("tcpx-socket", tcpx.UDS_PATH),
                        _mount("reclaunch-exit", "/run/reclaunch")),
-        exit_file="/run/reclaunch/workload_terminated",
+        exit_file=tcpx.EXIT_FILE,
         transport="NET/GPUDirectTCPX", link_gbps=1000, gpudirect=True,
         measured_2node_busbw_gbs=50.0, inter_node_busbw_gbs=50.0, busbw_threshold_gbs=40.0,
         threshold_basis="0.8 x ~50 GB/s (a3-highgpu, 2 nodes, all_gather 8 GiB; dstack)",
         threshold_collective="all_gather",
-        fallback_fix=("run the tcpx-daemon (tcpgpudmarxd) sidecar sharing /run/tcpx, install the "
-                      "GPUDirect-TCPX NCCL plugin with the nccl-tcpx-installer DaemonSet "
+        fallback_fix=("run the tcpx-daemon (tcpgpudmarxd) sidecar sharing /run/tcpx with the "
+                      "GPUs through the NRI device injector (devices.gke.io annotation), install "
+                      "the GPUDirect-TCPX NCCL plugin with the nccl-tcpx-installer DaemonSet "
                       "(mounted from /home/kubernetes/bin/nvidia), and attach the 4 GPU NICs "
                       "through networking.gke.io/interfaces"),
         low_busbw_fix="check all 4 GPU NICs are attached and the tcpx-daemon log shows no errors",

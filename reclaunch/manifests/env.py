@@ -40,11 +40,11 @@ def storage_paths(plan: "Plan", local_root: str | Path | None = None) -> tuple[s
     path under mount_path maps into it, and a relative checkpoint path is `local_root/<path>`.
     """
     from reclaunch.spec.buckets import is_url
-    from reclaunch.spec.facts import MOUNTED_STORAGE
+    from reclaunch import clouds
 
     spec = plan.spec
     mount = spec.storage.mount_path
-    has_storage = spec.storage.kind in MOUNTED_STORAGE
+    has_storage = clouds.storage_kind(spec.storage.kind).mounted
     ckpt = spec.job.checkpoint.path
     if is_url(ckpt) or is_url(spec.job.dataset.path):
         # Object storage: the trainer opens the URLs through fsspec (examples/trainer/store.py).

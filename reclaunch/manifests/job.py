@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
 LOCAL_IMAGE = "reclaunch-trainer:local"
 MASTER_PORT = 23456                          # the training operator's default port
 # Kinds the stack provisions and binds as `<name>-data`; the rest are claimed here.
-from reclaunch.spec.facts import MOUNTED_STORAGE, STACK_PROVISIONED  # noqa: E402  (the one storage table)
 TTL_AFTER_FINISHED = 24 * 3600               # keep finished pods' logs for a day
 
 
@@ -42,11 +41,19 @@ def spot_tolerations(plan: "Plan") -> tuple[dict, ...]:
 
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-GRACE_SECONDS = 120          # AWS gives 2 minutes' notice of a spot reclaim: use it to checkpoint
+GRACE_SECONDS = 120          # a pod deleted by `down` or drained from an on-demand node
 # torchrun SIGKILLs its workers 30 s after forwarding SIGTERM unless told otherwise
 # (torch/distributed/run.py --shutdown-timeout, env TORCH_ELASTIC_SHUTDOWN_TIMEOUT): give the
 # workers the pod's grace period minus a few seconds for torchrun itself to exit.
-SHUTDOWN_TIMEOUT = GRACE_SECONDS - 5
+TORCHRUN_EXIT_SECONDS = 5
+
+
+def grace_seconds(plan: "Plan") -> int:
+    """terminationGracePeriodSeconds: on spot, what a reclaim really leaves the pod (the cloud's
+    facts, the plan's reclaim_notice_seconds: AWS 120, GKE 105 on our pools, AKS 30), so that
+    torchrun stops its workers while the node still exists; otherwise GRACE_SECONDS."""
+    notice = plan.constants.get("reclaim_notice_seconds") if plan.spot else None
+    return int(notice) if notice else GRACE_SECONDS
 
 
 def labels(plan: "Plan", **extra: str) -> dict[str, str]:
@@ -118,14 +125,15 @@ def requirements(plan: "Plan"):
 def _storage(plan: "Plan") -> tuple[list[dict], list[dict], list[dict]]:
     """-> (objects to create, volumes, volume mounts) for spec.storage."""
     st = plan.spec.storage
+    kind = clouds.storage_kind(st.kind)   # the one record of this storage kind (its cloud's facts)
     claim = f"{plan.name}-data"
-    if st.kind not in MOUNTED_STORAGE or st.kind == "hostpath":   # none, bucket (fsspec), local
+    if not (kind.mounted and kind.claim):   # none, bucket (fsspec), a host directory (local)
         return [], [], []
     objs = []
-    if st.kind not in STACK_PROVISIONED:
+    if not kind.created_by_stack:
         spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"],
                                 "resources": {"requests": {"storage": f"{math.ceil((st.size or 2**40) / 2**30)}Gi"}}}
-        sc = st.storage_class or (f"{plan.name}-cephfs" if st.kind == "cephfs" else None)
+        sc = st.storage_class or (kind.storage_class.format(name=plan.name) if kind.storage_class else None)
         if sc:
             spec["storageClassName"] = sc
         objs.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -150,7 +158,8 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
     # A single-node job gets no fabric NCCL settings (plan.nccl_env has the network's).
     nccl = (None if multi_node(plan) else
             nccl_env(fabric_profile(plan), spec.nccl.env, debug=spec.nccl.debug))
-    env = {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(SHUTDOWN_TIMEOUT), **req.env, **job_env(plan, nccl=nccl)}
+    shutdown = max(1, grace_seconds(plan) - TORCHRUN_EXIT_SECONDS)
+    env = {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(shutdown), **req.env, **job_env(plan, nccl=nccl)}
     if req.exit_file:
         env["RECLAUNCH_EXIT_FILE"] = req.exit_file
     command, args = _launcher(list(spec.job.command), list(spec.job.args))
@@ -210,7 +219,7 @@ def pod_template(plan: "Plan", container: dict[str, Any], req: Any, *, job_name:
     pod: dict[str, Any] = {
         "nodeSelector": node_selector,
         "tolerations": tolerations,
-        "terminationGracePeriodSeconds": GRACE_SECONDS,
+        "terminationGracePeriodSeconds": grace_seconds(plan),
         "containers": [container, *req.sidecars],
         "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": req.shm_size}},
                     *volumes, *req.volumes],

@@ -290,6 +290,9 @@ def verdict(result: NcclTestResult, transports: NcclDebug | None, profile: Fabri
                       f"`via {used}` channel lines end in /GDRDMA, so every transfer is staged "
                       "through host memory")
         fixes.append(profile.gdr_fix or profile.low_busbw_fix)
+    if thr > 0 and profile.measured_2node_busbw_gbs is None:   # p5en, ND H100 v5, ...
+        notes.append(f"the {thr:.1f} GB/s threshold is derived, not measured on this fabric "
+                     f"({profile.threshold_basis}): a result near it says little either way")
     if nodes <= 1:
         notes.append(f"single node: this measured NVLink/PCIe between the node's GPUs only; "
                      f"the {profile.fabric} network between nodes was not tested")

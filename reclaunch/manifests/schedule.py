@@ -165,7 +165,7 @@ def addon_blocker(addon: Mapping[str, Any], pool: Any) -> str | None:
     return None
 
 
-def _fmt(resource: str, value: Fraction) -> str:
+def fmt_resource(resource: str, value: Fraction) -> str:
     if resource == "memory" or resource.startswith("hugepages-"):
         return f"{float(value) / 2**30:.1f}Gi"
     return f"{float(value):g}"
@@ -209,8 +209,8 @@ def fit_reasons(pod: PodDemand, pool: Any, addons: Sequence[Mapping[str, Any]],
                 reasons.append(f"{name}: the node does not have it")
             continue   # advertised, count not known here: the device plugin decides
         if want > have:
-            reasons.append(f"{name}: requests {_fmt(name, want)}, the node has "
-                           f"{_fmt(name, have)} allocatable")
+            reasons.append(f"{name}: requests {fmt_resource(name, want)}, the node has "
+                           f"{fmt_resource(name, have)} allocatable")
     return reasons
 
 

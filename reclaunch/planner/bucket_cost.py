@@ -2,7 +2,8 @@
 
 Priced whenever job.checkpoint.path is a bucket URL (spec/buckets.py), whether the stack
 creates the bucket (storage.kind: bucket) or the user names one: the checkpoints bill either
-way. Prices and the upload rate are dated data (data/object_storage.yaml).
+way. Prices are each target's own dated facts (CloudFacts.planner["bucket_prices"]); the
+upload rate, part size and checkpoints kept are shared data (data/object_storage.yaml).
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ class CheckpointCost:
     storage_usd: float          # keep-last-K checkpoints, GB-months over the job
     requests_usd: float         # PUTs (multipart parts, metadata, marker) + the resume's reads
     source: str
+    as_of: str                  # the prices' date (the shared data's, for a target without prices)
 
     def to_json(self) -> dict[str, Any]:
         return {"bytes": self.bytes, "write_seconds": round(self.write_seconds, 1),
                 "checkpoints": self.checkpoints, "storage_usd": round(self.storage_usd, 4),
                 "requests_usd": round(self.requests_usd, 4), "source": self.source,
-                "as_of": data()["gathered"]}
+                "as_of": self.as_of}
 
 
 def checkpoint_bytes(spec) -> int:
@@ -53,7 +55,7 @@ def checkpoint_cost(spec, cloud: str, nodes: int, world: int, hours: float) -> C
     if not is_url(spec.job.checkpoint.path):
         return None
     d = data()
-    p = d["prices"].get(cloud) or {"storage_usd_per_gb_month": 0.0, "write_usd_per_1000": 0.0,
+    p = constants()["bucket_prices"].get(cloud) or {"storage_usd_per_gb_month": 0.0, "write_usd_per_1000": 0.0,
                                    "read_usd_per_1000": 0.0, "source": f"no object-store prices for {cloud}"}
     size = checkpoint_bytes(spec)
     n = max(1, math.floor(hours * 60.0 / spec.job.checkpoint.every_minutes)) if hours > 0 else 0
@@ -67,7 +69,8 @@ def checkpoint_cost(spec, cloud: str, nodes: int, world: int, hours: float) -> C
         bytes=size, write_seconds=write_s, checkpoints=n,
         storage_usd=stored_gb * float(p["storage_usd_per_gb_month"]) * months,
         requests_usd=(n * puts * float(p["write_usd_per_1000"]) + reads * float(p["read_usd_per_1000"])) / 1000.0,
-        source=f"{str(p['source']).strip()}; write rate: {str(d['write_source']).strip()}")
+        source=f"{str(p['source']).strip()}; write rate: {str(d['write_source']).strip()}",
+        as_of=p.get("as_of", d["gathered"]))
 
 
 def stall_hours(spec, cloud: str, nodes: int, world: int, train_hours: float) -> float:

@@ -23,7 +23,8 @@ def constants() -> dict[str, Any]:
 def _constants(generation: int) -> dict[str, Any]:
     """planner.yaml, with the per-cloud numbers taken from each cloud's facts (`planner`):
     spot.reclaim_rate_per_node_hour and reclaim_notice_seconds (clouds that give one),
-    control_plane_usd_per_hour, storage pvc price."""
+    control_plane_usd_per_hour, bucket_prices (clouds that give them; file-system prices:
+    cost.storage_rate)."""
     c = data_yaml("planner.yaml")
     per = {f.name: f.planner for f in clouds.all_facts()}
     c["spot"]["reclaim_rate_per_node_hour"] = {
@@ -33,7 +34,7 @@ def _constants(generation: int) -> dict[str, Any]:
     c["spot"]["reclaim_band"] = {k: (v.get("reclaim_band"), dict(v.get("reclaim_by_instance") or {}))
                                  for k, v in per.items()}
     c["control_plane_usd_per_hour"] = {k: v["control_plane_usd_per_hour"] for k, v in per.items()}
-    c["storage_usd_per_gb_month"]["pvc"] = {k: v["pvc_usd_per_gb_month"] for k, v in per.items()}
+    c["bucket_prices"] = {k: v["bucket_prices"] for k, v in per.items() if v.get("bucket_prices")}
     return c
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reclaunch import host
+from reclaunch import clouds, host
 from reclaunch.errors import PlanError, SpecError  # noqa: F401
 from reclaunch.planner import cost as costmod
 from reclaunch.planner import uncertainty
@@ -11,7 +11,8 @@ from reclaunch.planner.evidence import gather
 from reclaunch.planner.memory import GIB, assemble, fixed_part
 from reclaunch.planner.model import Plan
 from reclaunch.planner import stack_view
-from reclaunch.planner.perf import (Hardware, dense_seconds, host_work, overlap_warning,
+from reclaunch.planner.perf import (Hardware, dense_seconds, embedding_inter_gbs, host_bound_warning,
+                                   host_work, off_reference_warning, overlap_warning,
                                    step_overhead_seconds, step_time)
 from reclaunch.planner.shard_plan import plan_sharding
 from reclaunch.spec.buckets import is_url
@@ -57,7 +58,7 @@ def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str,
     c = constants()
     perf = c["perf"]
     if offer is None:  # cloud: local — CPU processes over gloo, clearly rough constants
-        loc = c["local"]
+        loc = c[clouds.here().name]   # planner.yaml's section for the target that runs here
         world = spec.nodes * spec.gpus_per_node
         cap = host.ram_bytes() // max(world, 1)
         hw = Hardware(hbm_gbs=loc["memory_gbs_per_process"], peak_tflops=loc["cpu_gflops_per_process"] / 1e3,
@@ -69,18 +70,22 @@ def _hardware(spec, offer, catalog, warnings: list[str]) -> tuple[Hardware, str,
     hw = Hardware(hbm_gbs=gpu.hbm_tbps * 1e3 * perf["hbm_efficiency"],
                   peak_tflops=gpu.peak_tflops(spec.job.precision),
                   utilisation=perf["gemm_efficiency"], intra_gbs=intra, inter_gbs=inter,
-                  host_vcpus=offer.vcpus)
+                  host_vcpus=offer.vcpus, reference_fabric=offer.reference_fabric)
     return hw, fabric, env, int(offer.gpu_memory_gib * GIB), offer.gpu_memory_gib
 
 
 def _fabric(spec, offer, catalog, warnings):
     from reclaunch import fabric as fab
+    from reclaunch.fabric.inter import of_offer as of_nic
 
     prof = fab.profile_for(offer.cloud, offer.instance_type, _inter_node(spec, offer), catalog)
     if prof.warning:
         warnings.append(prof.warning)
     env = fab.nccl_env(prof, spec.nccl.env, debug=spec.nccl.debug)
-    return prof.name, env, float(prof.intra_node_busbw_gbs), float(prof.inter_node_busbw_gbs)
+    # The offer's own NIC caps the figure (fabric/inter.py; the same row as profile_for read,
+    # unless the calibration harness states a published node's network)
+    inter = of_nic(float(prof.inter_node_busbw_gbs), offer).busbw_gbs
+    return prof.name, env, float(prof.intra_node_busbw_gbs), inter
 
 
 def _inter_node(spec, offer) -> str:
@@ -166,11 +171,16 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
                 else "the dense part alone exceeds one GPU")
         warnings.append(f"does not fit: {mem.total_bytes_per_gpu / GIB:.1f} GiB per GPU of "
                         f"{mem.capacity_bytes_per_gpu / GIB:.1f} GiB ({short:.1f} GiB short); {need}")
-    step, comm, thr = step_time(spec, hw, ev, dense_s, dense_ar, nodes, gpn,
-                                host_work(spec, hw.device, len(fixed.dense.gemms)))
+    hwork = host_work(spec, hw.device, len(fixed.dense.gemms))
+    step, comm, thr = step_time(spec, hw, ev, dense_s, dense_ar, nodes, gpn, hwork)
+    if (w := host_bound_warning(spec, step, hwork, ev.groups)) is not None:
+        warnings.append(w)
+    if (w := off_reference_warning(hw, nodes)) is not None:
+        warnings.append(w)
     stack = stack_view.describe(spec)
     if (w := stack_view.unexpressed(stack, nodes)) is not None:
         warnings.append(w)
+    warnings.extend(stack_view.known_biases(stack, offer.gpu if offer is not None else None, nodes))
     if not stack["stated"] and offer is not None:   # the reader sees what the other stack gives
         stack["alternative"] = stack_view.alternative(spec, lambda alt: _throughput(alt, cat, offer, nodes))
     cloud = offer.cloud if offer is not None else spec.cloud
@@ -199,9 +209,8 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
         "planner_data_version": c["version"],
         "catalog_version": cat.version,
         "gpu": (cat.gpu(offer.gpu)._asdict() if offer is not None else
-                {"cpu_gflops_per_process": c["local"]["cpu_gflops_per_process"],
-                 "memory_gbs_per_process": c["local"]["memory_gbs_per_process"],
-                 "source": c["local"]["source"]}),
+                {k: c[clouds.here().name][k] for k in ("cpu_gflops_per_process",
+                                                         "memory_gbs_per_process", "source")}),
         "hbm_gbs_effective": hw.hbm_gbs, "peak_tflops": hw.peak_tflops,
         "gemm_efficiency": hw.utilisation, "hbm_efficiency": c["perf"]["hbm_efficiency"],
         "step_overhead_seconds": step_overhead_seconds(hw.device, spec.job.execution,
@@ -212,6 +221,7 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
         "intra_node_busbw_gbs": hw.intra_gbs, "inter_node_busbw_gbs": hw.inter_gbs,
         "alltoall_efficiency": {"intra": c["perf"]["alltoall_efficiency_intra"],
                                 "inter": c["perf"]["alltoall_efficiency_inter"]},
+        "embedding_inter_node_gbs": embedding_inter_gbs(hw),
         "overlap": c["perf"]["overlap"],
         "dense_params": mres.dense.params, "dense_flops_per_sample_fwd": mres.dense.flops_fwd,
         "dense_layers": mres.dense.layers, "interaction": mres.dense.interaction,
@@ -229,6 +239,12 @@ def _build(spec, cat, offer, nodes: int, context=None) -> Plan:
     notice = c["spot"]["reclaim_notice_seconds"].get(cloud) if spec.spot.enabled else None
     if notice:   # what a reclaim leaves the SIGTERM checkpoint (the cloud's facts); the trainer warns past it
         consts["reclaim_notice_seconds"] = notice
+        if notice < c["spot"]["short_notice_seconds"]:
+            every = spec.job.checkpoint.every_minutes
+            warnings.append(f"a spot reclaim on {cloud} leaves the pods {notice:g} s from SIGTERM to "
+                            "SIGKILL, too short to count on the save on SIGTERM: only the periodic "
+                            f"checkpoints (every {every:g} min) protect the work, up to {every:g} "
+                            "min of it lost per reclaim")
     if is_url(spec.job.checkpoint.path):   # checkpoints in a bucket (else bucket_cost is not imported)
         from reclaunch.planner.bucket_cost import checkpoint_cost, notice_warning as bucket_notice
         ck = checkpoint_cost(spec, cloud, nodes, world, hours)

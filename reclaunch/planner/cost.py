@@ -55,8 +55,12 @@ def reclaim_rates(spec, cloud: str | None = None, instance: str | None = None) -
 
 
 def storage_rate(kind: str, cloud: str) -> float:
-    v = constants()["storage_usd_per_gb_month"].get(kind, 0.0)
-    return float(v.get(cloud, 0.0) if isinstance(v, dict) else v)
+    """USD per GiB-month of a storage kind on a cloud: the cloud's own price for it (its facts'
+    planner["<kind>_usd_per_gb_month"], as every cloud prices pvc), else the kind's record."""
+    from reclaunch import clouds
+
+    own = clouds.get(cloud).planner.get(f"{kind}_usd_per_gb_month") if clouds.known(cloud) else None
+    return float(own if own is not None else clouds.storage_kind(kind).usd_per_gb_month)
 
 
 def line_items(spec, hours: float, cloud: str | None = None) -> tuple[float, float]:

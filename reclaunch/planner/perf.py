@@ -12,7 +12,9 @@ fitted to data/calibration.yaml by reclaunch/planner/fit.py):
                  what dense backward does not hide
     host       what the CPU issues: kernel launches x per-launch cost of the stack's execution
                (eager: the framework's per-op dispatch; cuda_graph: one graph replay) + the
-               per-step host work (optimizer step call, loss, pipeline bookkeeping). Launches
+               per-step host work (optimizer step call, loss, pipeline bookkeeping) + TorchRec's
+               per-feature Python + the batch the training thread builds when the job has no
+               loader workers (job.num_workers: 0; with workers it leaves the step). Launches
                are counted the way the stack issues them: dense layers, the fixed per-step
                kernels, and one kernel group per embedding sharding group (fused TBE kernels,
                spec/stacks.py) or one per table (per-feature framework ops).
@@ -63,6 +65,24 @@ def hierarchical_allreduce_seconds(nbytes: float, gpus_per_node: int, nodes: int
             + collective_latency_seconds("cuda", gpus_per_node * nodes, nodes))
 
 
+def embedding_inter_gbs(hw) -> float:
+    """The inter-node figure the embedding exchange gets: the fabric's on NVIDIA's SuperPOD
+    reference systems, a fitted fraction of it on any other fabric (every cloud instance):
+    planner.yaml perf.inter_node_efficiency_off_reference."""
+    return hw.inter_gbs * (1.0 if hw.reference_fabric else float(_p()["inter_node_efficiency_off_reference"]))
+
+
+def off_reference_warning(hw, nodes: int) -> str | None:
+    """Several nodes on a fabric other than NVIDIA's SuperPOD (every cloud instance): the model's
+    cross-node figures come mostly from SuperPOD rows, and the first extra node of non-NVIDIA
+    systems ran well below them (planner review 2026-12-03, defect 5)."""
+    if nodes <= 1 or hw.reference_fabric or hw.device == "cpu":
+        return None
+    return ("across nodes off NVIDIA's DGX SuperPOD fabric: non-NVIDIA multi-node MLPerf DCNv2 runs "
+            "(v3.1 Dell 2x4, v5.0 HPE 2x8 and 4x8, v5.1 Dell 2x8) did 1.5-2.1x less than this model "
+            "plans for them; expect the lower part of the range")
+
+
 def dim_penalty(dim: int) -> float:
     for p in constants()["perf"]["dim_penalty"]:
         if dim < p["below"]:
@@ -83,6 +103,7 @@ class Hardware:
     device: str = "cuda"      # which sharding types can run (planner.yaml sharding.supported)
     stream_gbs: float = 0.0   # elementwise bandwidth (dense optimizer); 0 = hbm_gbs
     host_vcpus: int = 0       # per node, for the input-pipeline ceiling; 0 = unknown
+    reference_fabric: bool = False   # NVIDIA's DGX SuperPOD (catalog Offer.reference_fabric)
 
     @property
     def stream(self) -> float:
@@ -124,11 +145,13 @@ def dense_seconds(spec, hw: Hardware, dense) -> tuple[float, float]:
 
 class Host(NamedTuple):
     """What the CPU issues per step: base_s whatever the sharding, per_group_s per embedding
-    kernel group (fused stacks; 0 for per-table stacks, whose launches are in base_s)."""
+    kernel group (fused stacks; 0 for per-table stacks, whose launches are in base_s); `parts`
+    names what base_s is made of (the plan says what sets a host-bound step)."""
 
     base_s: float
     per_group_s: float
     overlaps_device: bool     # a GPU runs while the CPU issues; a CPU process does both in turn
+    parts: tuple[tuple[str, float], ...] = ()
 
     def seconds(self, groups: int) -> float:
         return self.base_s + self.per_group_s * groups
@@ -136,39 +159,83 @@ class Host(NamedTuple):
 
 def host_work(spec, device: str, dense_layers: int) -> Host:
     """Host seconds per step of the job's stack (spec/stacks.py): launches x the per-launch
-    cost of its execution mode + its per-step host work."""
+    cost of its execution mode, the stack's fixed per-step work, TorchRec's per-feature work,
+    and the batch the training thread builds itself when it has no loader workers."""
     from reclaunch.spec.stacks import assumed
 
     if device == "cpu":   # cloud: local: one process computes and dispatches, in turn
-        return Host(float(constants()["local"]["step_overhead_seconds"]), 0.0, False)
+        return Host(float(_cpu()["step_overhead_seconds"]), 0.0, False)
     c = _p()
     st = assumed(spec.job)
     per = float(c["kernel_launch_seconds"][spec.job.execution])
     k = c["kernels"]
-    base = ((k["per_step"] + dense_layers * k["per_dense_layer"]) * per
-            + step_overhead_seconds(device, spec.job.execution, st.pipeline)
-            + in_thread_input_seconds(spec))
+    launches = (k["per_step"] + dense_layers * k["per_dense_layer"]) * per
     if st.embedding_kernels == "per_table":
-        return Host(base + len(spec.model.tables) * k["per_table"] * per, 0.0, True)
-    return Host(base, k["per_embedding_group"] * per, True)
+        launches += len(spec.model.tables) * k["per_table"] * per
+    parts = [("kernel launches", launches),
+             (f"{st.pipeline if st.pipeline == 'torchrec' else spec.job.execution} per-step work",
+              step_overhead_seconds(device, spec.job.execution, st.pipeline)),
+             ("per-feature host work", per_feature_seconds(spec, st.pipeline)),
+             ("batches built on the training thread", in_thread_input_seconds(spec))]
+    parts = [(n, v) for n, v in parts if v > 0]
+    base = sum(v for _, v in parts)
+    group = 0.0 if st.embedding_kernels == "per_table" else k["per_embedding_group"] * per
+    return Host(base, group, True, tuple(parts))
+
+
+def host_bound_warning(spec, step, host: Host, groups: int) -> str | None:
+    """When the CPU side sets the step: what it is made of and how sure that is (the fitted
+    parts rest on few published rows: planner review 2026-12-03, defect 1)."""
+    from reclaunch.spec.stacks import assumed
+
+    if not host.overlaps_device or step.total_seconds <= 0 or host.seconds(groups) < 0.999 * step.total_seconds:
+        return None
+    parts = list(host.parts) + ([("per embedding group", host.per_group_s * groups)] if host.per_group_s else [])
+    what = ", ".join(f"{n} {v * 1e3:.2f} ms" for n, v in sorted(parts, key=lambda x: -x[1]))
+    sure = ("TorchRec's per-step work and the training thread's batch rate are fitted on one "
+            "source (the torchrec_dlrm example, two README revisions that disagree ~2x): a measured "
+            "run of this shape says more" if assumed(spec.job).pipeline == "torchrec" or spec.job.num_workers == 0
+            else "launch costs are physical figures, not fitted")
+    tip = "; job.num_workers > 0 takes the batch building off the step" if spec.job.num_workers == 0 else ""
+    return (f"host-bound: the CPU sets the step ({step.total_seconds * 1e3:.2f} ms: {what}); a faster "
+            f"GPU will not run it faster. {sure}{tip}")
+
+
+def per_feature_seconds(spec, pipeline: str) -> float:
+    """TorchRec's Python per feature and step: the pooled KeyedTensor split per key
+    (to_dict) and the model's per-feature gather of it, the input dist's per-key lengths,
+    each a dispatcher call (torchrec/models/dlrm.py SparseArch.forward); priced at the eager
+    per-op cost whatever the execution (it runs outside any captured graph)."""
+    if pipeline != "torchrec":
+        return 0.0
+    c = _p()
+    return len(spec.model.tables) * c["host_ops_per_feature"] * float(c["kernel_launch_seconds"]["eager"])
 
 
 def in_thread_input_seconds(spec) -> float:
     """`job.num_workers: 0`: the training process builds every batch itself, between steps, on
-    one core (input_gbs_per_vcpu), instead of loader workers doing it beside the step."""
+    its own thread (perf.in_thread_input_gbs, fitted: slicing, KJT construction and the pinned
+    copy in Python), instead of loader workers doing it beside the step."""
     if spec.job.num_workers != 0:
         return 0.0
     from reclaunch.planner.memory import input_bytes_per_sample
 
     per_sample = input_bytes_per_sample(spec.model) + 4     # + the label
-    return spec.job.batch_size * per_sample / (_p()["input_gbs_per_vcpu"] * 1e9)
+    return spec.job.batch_size * per_sample / (_p()["in_thread_input_gbs"] * 1e9)
+
+
+def _cpu() -> dict:
+    """The CPU-process constants: planner.yaml's section for the target that runs here."""
+    from reclaunch import clouds
+
+    return constants()[clouds.here().name]
 
 
 def step_overhead_seconds(device: str, execution: str = "eager", pipeline: str = "plain") -> float:
     """Per-step host work besides launches: TorchRec's train pipeline whatever the execution
     (its Python runs outside any captured graph), else the execution mode's."""
     if device == "cpu":
-        return float(constants()["local"]["step_overhead_seconds"])
+        return float(_cpu()["step_overhead_seconds"])
     key = "torchrec" if pipeline == "torchrec" else execution
     return float(_p()["step_overhead_seconds"][key])
 

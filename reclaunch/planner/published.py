@@ -24,6 +24,18 @@ OUTBRAIN_WD = ((128, 300000, 1), (19, 4, 1), (128, 100000, 1), (64, 4000, 1), (6
                (128, 5000, 1))
 
 
+# TensorFlow (1) WideAndDeep README "Default configuration" (@11820597): (rows, dim, hotness) of the
+# deep columns, request level then item level: 7 trainable one-hot embeddings (two of them 128
+# wide: taken as the two largest, the README does not say which), 5 indicator columns (one-hot
+# of 2, 2, 3, 3, 6 values: a dense block as wide as the values), 3 multi-hot (hotness 3 as the
+# TF2 README gives for the same features), 4 item one-hot, 3 item multi-hot. Every feature also
+# feeds the wide (linear, dim-1) part.
+OUTBRAIN_WD_TF1 = ((300000, 128, 1), (100000, 128, 1), (4000, 64, 1), (2500, 64, 1), (2000, 64, 1),
+                   (1000, 64, 1), (300, 64, 1), (2, 2, 1), (2, 2, 1), (3, 3, 1), (3, 3, 1), (6, 6, 1),
+                   (10000, 64, 3), (350, 64, 3), (100, 64, 3), (250000, 128, 1), (4000, 64, 1),
+                   (2500, 64, 1), (1000, 64, 1), (10000, 64, 3), (350, 64, 3), (100, 64, 3))
+
+
 # NVIDIA-Merlin/distributed-embeddings examples/benchmarks/synthetic_models/config_v3.py
 # (4cb42d4a): EmbeddingConfig(num_tables, nnz, num_rows, width, shared). A shared table is looked
 # up by one input per nnz entry (one pooled output each): here one table per input, its rows
@@ -53,9 +65,14 @@ class Row:
         return int(self.raw["nodes"]) * int(self.raw["gpus_per_node"])
 
     @property
+    def split(self) -> str:
+        """fit, or the held-out set the row belongs to (calibration.yaml `split`)."""
+        return str(self.raw.get("split", "fit"))
+
+    @property
     def held_out(self) -> bool:
-        """A row of a source the constants are never fitted to (calibration.yaml `split`)."""
-        return self.raw.get("split", "fit") == "holdout"
+        """A row of a source the constants are never fitted to."""
+        return self.split != "fit"
 
     @property
     def set_aside(self) -> str | None:
@@ -67,8 +84,16 @@ def fit_rows() -> list[Row]:
     return [r for r in rows() if not r.held_out and not r.set_aside]
 
 
-def held_out_rows() -> list[Row]:
-    return [r for r in rows() if r.held_out and not r.set_aside]
+def held_out_rows(split: str | None = None) -> list[Row]:
+    """Rows never fitted: of every held-out set, or of one (HELD_OUT_SETS)."""
+    return [r for r in rows() if r.held_out and not r.set_aside and split in (None, r.split)]
+
+
+# The held-out sets, in the order they were gathered (calibration.yaml `split`).
+HELD_OUT_SETS = {
+    "holdout": "first held-out set (2026-12-03: MLPerf v1.1, v2.1, v4.1, v5.0, Merlin distributed-embeddings)",
+    "review": "planner review's independent rows (2026-12-03: MLPerf v5.1, FlagPerf, DeepLearningExamples TF1 W&D)",
+}
 
 
 @lru_cache(maxsize=1)
@@ -93,11 +118,12 @@ def _tables(model: dict) -> list[dict[str, Any]]:
         multi = model.get("hot", "one") == "multi"
         return [{"name": f"cat_{i}", "rows": max(1, round(r * scale)), "pooling_factor": h if multi else 1}
                 for i, (r, h) in enumerate(zip(CRITEO_1TB_ROWS, CRITEO_1TB_HOTS))]
-    if t == "outbrain_wd":
+    if t in ("outbrain_wd", "outbrain_wd_tf1"):
+        cols = OUTBRAIN_WD if t == "outbrain_wd" else [(d, n, h) for n, d, h in OUTBRAIN_WD_TF1]
         deep = [{"name": f"deep_{i}", "rows": n, "dim": d, "pooling_factor": h}
-                for i, (d, n, h) in enumerate(OUTBRAIN_WD)]
+                for i, (d, n, h) in enumerate(cols)]
         wide = [{"name": f"wide_{i}", "rows": n, "dim": 1, "pooling_factor": h}
-                for i, (_, n, h) in enumerate(OUTBRAIN_WD)]
+                for i, (_, n, h) in enumerate(cols)]
         return deep + wide
     if isinstance(t, str) and t in DE_SYNTHETIC:
         out = []
@@ -144,7 +170,14 @@ def offer_for(row: Row, catalog):
     if offer.gpu != row.gpu:
         raise ValueError(f"{row.id}: {r['instance_like']} has {offer.gpu}, the row says {row.gpu}")
     gpn = int(r["gpus_per_node"])
-    return replace(offer, gpu_count=gpn) if gpn < offer.gpu_count else offer
+    # What the published machine had where its stand-in differs: part of the GPUs, its own
+    # network (`network_gbps`, e.g. one 200 Gb/s HCA per node), NVIDIA's SuperPOD fabric.
+    over = {"gpu_count": gpn} if gpn < offer.gpu_count else {}
+    if "network_gbps" in r:
+        over["network_gbps"] = float(r["network_gbps"])
+    if r.get("reference_fabric"):
+        over["reference_fabric"] = True
+    return replace(offer, **over) if over else offer
 
 
 def predict(row: Row, catalog=None):

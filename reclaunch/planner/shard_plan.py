@@ -11,7 +11,7 @@ from reclaunch.errors import SpecError
 from reclaunch.planner.constants import constants, dtype_bytes
 from reclaunch.planner.memory import GIB, Fixed, table_bytes
 from reclaunch.planner.model import RankLoad, Sharding, TableShard
-from reclaunch.planner.perf import Hardware, collective_latency_seconds, host_work
+from reclaunch.planner.perf import Hardware, collective_latency_seconds, embedding_inter_gbs, host_work
 from reclaunch.planner.shard_cost import Ctx, options
 from reclaunch.planner.shard_search import search
 from reclaunch.planner.sharding import Eval, StepCtx, TableIn, evaluate
@@ -32,7 +32,7 @@ def _ctx(spec, hw: Hardware, budget: float, nodes: int, gpn: int) -> Ctx:
                grad_bytes=dtype_bytes(job.gradient_dtype),
                opt_mult=0.0 if mult == "per_row" else float(mult), rowwise_opt=mult == "per_row",
                hbm_gbs=hw.hbm_gbs, stream_gbs=hw.stream, intra_gbs=hw.intra_gbs,
-               inter_gbs=hw.inter_gbs, a2a_eff_intra=c["perf"]["alltoall_efficiency_intra"],
+               inter_gbs=embedding_inter_gbs(hw), a2a_eff_intra=c["perf"]["alltoall_efficiency_intra"],
                a2a_eff_inter=c["perf"]["alltoall_efficiency_inter"], budget=float(budget),
                device=hw.device,
                kernel_fraction=(c["sharding"]["dense_kernel_bandwidth_fraction"]

@@ -1,8 +1,10 @@
 """Time to first step: the startup timeline of a job and which of it bills GPU hours.
 
-Pure. Every figure is data (data/startup.yaml, keyed by target: the spec's `cloud`, or the
-compared offer's), each step with its source. The timeline follows what `up` does: the Pulumi
-stack creates the control plane, then the node pools (GPU software starts on them), and the
+Pure. Every figure is data, each with its source: a target's own steps are its facts
+(CloudFacts.planner["startup"] of the spec's `cloud`, or of the compared offer's), a storage
+kind's creation time its record (StorageKind.created_in), what every target shares (image pull,
+preflight, workdir, the spread) data/startup.yaml. The timeline follows what `up` does: the
+Pulumi stack creates the control plane, then the node pools (GPU software starts on them), and the
 file system beside both; the job's pods are applied once every resource exists, then each
 node pulls the image, then the optional NCCL preflight runs, then training starts.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from reclaunch import clouds
 from reclaunch.planner.constants import data_yaml
 
 
@@ -67,10 +70,15 @@ def _fmt_gb(n: float) -> str:
     return f"{n / 1e9:.1f} GB"
 
 
+def target_steps(target: str) -> dict[str, Any] | None:
+    """The target's startup figures (its facts' planner["startup"]); None: it declares none."""
+    return clouds.get(target).planner.get("startup") if clouds.known(target) else None
+
+
 def provision_timeout(target: str) -> tuple[float, str] | None:
     """(seconds, source): how long the target's cluster autoscaler waits for a Ready node before
     it tries its next pool (the stack configures the autoscaler with it); None: not set here."""
-    t = (startup_data()["targets"].get(target) or {}).get("provision_timeout")
+    t = (target_steps(target) or {}).get("provision_timeout")
     return (float(t["seconds"]), str(t["source"]).strip()) if t else None
 
 
@@ -94,10 +102,10 @@ def timeline(spec, target: str | None = None, nodes: int | None = None, *,
     d = startup_data()
     target = target or spec.cloud
     nodes = nodes or spec.nodes
-    t = d["targets"].get(target)
+    t = target_steps(target)
     if t is None:
         return Startup(data_version=str(d["version"]),
-                       notes=(f"no startup data for target {target!r} (planner/data/startup.yaml)",))
+                       notes=(f"no startup data for target {target!r} (its facts' planner[\"startup\"])",))
     steps: list[Step] = []
     if measured_first_step_s is not None:
         steps.append(Step("time to first step (measured on this host)", float(measured_first_step_s),
@@ -111,12 +119,13 @@ def timeline(spec, target: str | None = None, nodes: int | None = None, *,
         steps += _workdir(workdir, d, uploads=False, billed=False)
         return Startup(tuple(steps), str(d["version"]), notes)
     before_join = sum(s.seconds for s in steps)
-    fs = d["storage"].get(spec.storage.kind, {"seconds": 0, "source": "no data for this kind"})
-    beyond = max(0.0, float(fs["seconds"]) - before_join)
-    if fs["seconds"]:
-        steps.append(Step(f"file system ({spec.storage.kind}: {float(fs['seconds']) / 60:.0f} min, "
-                          f"created beside the cluster; the wait beyond it)", beyond,
-                          any(s.billed for s in steps), str(fs["source"]).strip()))
+    kind = clouds.storage_kinds().get(spec.storage.kind)
+    if kind is not None and kind.created_in:   # a file system the stack creates
+        fs_seconds, fs_source = kind.created_in
+        steps.append(Step(f"file system ({spec.storage.kind}: {float(fs_seconds) / 60:.0f} min, "
+                          f"created beside the cluster; the wait beyond it)",
+                          max(0.0, float(fs_seconds) - before_join), any(s.billed for s in steps),
+                          fs_source))
     img = d["image"]
     size = spec.job.image_size if spec.job.image_size is not None else _bytes(img["default_size"])
     given = "job.image_size" if spec.job.image_size is not None else "default size"

@@ -87,11 +87,12 @@ def _band(plan, measured: bool) -> tuple[float, float, list[str]]:
     if not measured and seen:
         lo, hi = min(lo, seen), max(hi, seen)
         covers.append("measured runs of this shape that were not clean")
-    alt = (plan.stack or {}).get("alternative")
-    if not measured and alt:
-        a = float(alt["samples_per_s"])
-        lo, hi = min(lo, a / hi_r), max(hi, a / lo_r)
-        covers.append(f"the training stack (not stated: {plan.stack['name']} to {alt['name']})")
+    st = plan.stack or {}
+    if not measured and st.get("name"):
+        # The range is the assumed stack's alone: the other stack is a separate scenario on the
+        # stack line (stack_view.line), never folded in: a union of both spanned 24x and let a
+        # budget pass on a figure the user's trainer cannot reach (planner review, 2026-12-03).
+        covers.append(f"the {st['name']} stack only{'' if st.get('stated') else ' (assumed)'}")
     return lo, hi, covers
 
 

@@ -41,11 +41,12 @@ class WorkdirPack(NamedTuple):
 
 
 def destination(spec, pack: WorkdirPack) -> tuple[str, str | None]:
-    """(kind, url): kind "local" | "configmap" | "bucket" | "none" (url: why not, for none)."""
+    """(kind, url): kind "here" (unpacked where the command runs, on a target that runs here) |
+    "configmap" | "bucket" | "none" (url: why not, for none)."""
     from reclaunch.spec.buckets import is_url
 
     if spec.runs_here:
-        return "local", None
+        return "here", None
     if pack.archive_bytes <= INLINE_MAX:
         return "configmap", None
     ckpt = spec.job.checkpoint.path

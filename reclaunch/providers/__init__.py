@@ -27,23 +27,32 @@ _API = {"Provider": "reclaunch.providers.api", "ListsClusters": "reclaunch.provi
         "UpOptions": "reclaunch.providers.options", "JobStatus": "reclaunch.runtime.states"}
 
 
+# Read live from the registry (never at import: importing a cloud's facts module runs this
+# package's __init__, which must not ask the registry that is loading it).
+_LISTS = {
+    # Clouds with a stack, prices and a sweeper (the CLI's --cloud choices read the registry
+    # through cli.base.CloudChoice). What the provider does is declared in its CloudSpec.
+    "KUBE_CLOUDS": clouds.kube_names,
+    # Clusters you bring (their region is a kube context).
+    "OWN_CLUSTERS": clouds.own_names,
+    # Targets `gc` can sweep: both.
+    "SWEPT_CLOUDS": lambda: clouds.kube_names() + clouds.own_names(),
+}
+
+
 def __getattr__(name: str) -> Any:
     if name in _API:
         return getattr(importlib.import_module(_API[name]), name)
+    if name in _LISTS:
+        return _LISTS[name]()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The targets, from the one registry (reclaunch/clouds.py; each cloud's facts are its
 # package's facts.py): {cloud: (provider module, kind)}, kind "kube" (a Pulumi stack +
 # PyTorchJob), "own" (a cluster the team already has: its nodes are the offers, no stack) or
-# "here". Read live, so a cloud registered through RECLAUNCH_CLOUDS is known.
+# "here". Read live, so a registered cloud is known.
 REGISTRY = clouds.PerCloud(lambda f: (f.provider, f.kind))
-# Clouds with a stack, prices and a sweeper (fixed at import; no provider package is imported
-# for this; the CLI's --cloud choices read the registry through cli.base.CloudChoice). What the provider does is declared in its package's CloudSpec.
-KUBE_CLOUDS: tuple[str, ...] = clouds.kube_names()
-# Targets `gc` can sweep: the clouds, and clusters you bring (their region is a kube context).
-OWN_CLUSTERS: tuple[str, ...] = clouds.own_names()
-SWEPT_CLOUDS: tuple[str, ...] = KUBE_CLOUDS + OWN_CLUSTERS
 
 
 def _package(cloud: str, kinds: tuple[str, ...] = ("kube", "own", "here")):
@@ -71,6 +80,15 @@ def planning_catalog(spec, catalog, live: bool = False):
     return _package(spec.cloud, ("own",)).planning_catalog(spec, catalog, live=live)
 
 
+def save_nodes(context: str | None, out: str | None) -> tuple[str, dict[str, Any]]:
+    """`reclaunch nodes save`: a cluster you bring, its nodes as a file `plan` reads without
+    the cluster (the provider of the target of kind "own"). -> (context, what was saved)."""
+    own = clouds.own_names()
+    if not own:
+        raise UsageError("no registered target is a cluster you bring")
+    return _package(own[0], ("own",)).save_nodes(context, out)
+
+
 def schedule_for(plan: "Plan", catalog=None) -> list[dict[str, Any]]:
     """Every pod of the launch and where it lands: the stack's pools, or a cluster's own nodes."""
     if REGISTRY.get(plan.cloud, ("", ""))[1] == "own":
@@ -80,8 +98,9 @@ def schedule_for(plan: "Plan", catalog=None) -> list[dict[str, Any]]:
 
 
 def cloud_spec(cloud: str):
-    """The `CloudSpec` of a Kubernetes cloud (providers/<cloud>/__init__.py)."""
-    return _package(cloud, ("kube",)).CLOUD
+    """The `CloudSpec` of a Kubernetes target (its provider module, providers/<cloud>/provider.py):
+    a cloud with a stack, or a cluster you bring."""
+    return _package(cloud, ("kube", "own")).CLOUD
 
 
 def _load(target: str):
@@ -121,7 +140,7 @@ def sweeper_for(cloud: str, region: str, **options: Any):
     """The cloud's tag sweeper (gc, teardown verification) for one region."""
     import re
 
-    if cloud in OWN_CLUSTERS:   # a cluster you bring: `region` is the kubeconfig context
+    if cloud in clouds.own_names():   # a cluster you bring: `region` is the kubeconfig context
         return _package(cloud, ("own",)).sweeper(region, **options)
 
     # Region names are [a-z0-9-] on every cloud ("East US" is Azure's display name of eastus).
@@ -157,6 +176,5 @@ def preview_plan(plan: "Plan") -> list[dict[str, Any]]:
         raise UsageError(f"cloud: {plan.cloud} creates no cloud resources, so there is nothing "
                          f"to preview", hint=f"preview works for {', '.join(clouds.kube_names())}; "
                          "`reclaunch plan` and `reclaunch render` work for every cloud")
-    spec = cloud_spec(plan.cloud)
-    return preview(plan, program=stack_program(plan.cloud), extra=spec.pip_extra)
+    return preview(plan, program=stack_program(plan.cloud), extra=clouds.get(plan.cloud).pip_extra)
 

@@ -1,9 +1,9 @@
-"""The Kubernetes-cloud provider shared by aws, azure and gcp.
+"""The Kubernetes-cloud provider shared by every cloud with a stack (facts kind "kube").
 
-A cloud package (`providers/aws/` ...) is data: how to tell whether credentials are there,
-which error texts mean "no capacity" or "over quota", and where
-its Pulumi program lives. Everything else (Pulumi stack, PyTorchJob, watch, teardown) is the
-same path through `reclaunch.runtime.lifecycle`.
+A cloud's provider module (`providers/<cloud>/provider.py`) declares a CloudSpec: how to tell
+whether credentials are there (the one check `up` and `reclaunch check` both ask), which error
+texts mean "no capacity" or "over quota", and where its Pulumi program lives. Everything else
+(Pulumi stack, PyTorchJob, watch, teardown) is the same path through `reclaunch.runtime.lifecycle`.
 The detached watcher (`up --detach`) is its own module, reclaunch/providers/watcher.py.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
 
 from reclaunch import clouds
 from reclaunch.errors import ProviderError
@@ -31,8 +31,15 @@ SPOT_CAPACITY = "spot_capacity"  # no spot at this price/zone: another zone, the
 SPOT_QUOTA = "spot_quota"        # spot quota exhausted: on-demand (its own quota) may work
 QUOTA = "quota"                  # account quota: no retry helps, the user must ask for more
 
-# Stack resource kinds the sweep reports that hold the dataset (kept by --keep-storage).
-from reclaunch.spec.facts import STORAGE_RESOURCE_HINTS as STORAGE_KINDS  # noqa: E402
+
+
+class Answer(NamedTuple):
+    """A cloud's answer to one readiness question: ok (True), missing (False) or cannot tell
+    (None) without a call, what it saw, and how to fix it (SkyPilot's (bool, reason))."""
+
+    ok: bool | None
+    detail: str
+    fix: str | None = None
 
 
 @dataclass
@@ -41,11 +48,20 @@ class CloudSpec:
     program: str                                          # "module:function" of the Pulumi program
     sweeper: str                                          # "module:Class" of the tag sweeper
     prices: str                                           # "module:function" of the price fetcher
-    pip_extra: str                                        # pip extra with its SDKs
-    credentials: Callable[[], tuple[str, str] | None]     # -> (problem, fix) or None
+    # What this machine would log in with, read without a network call: `up` stops on False
+    # before it creates anything, and `reclaunch check` prints the same answer.
+    credentials: Callable[[], Answer]
     errors: list[tuple[str, str]]                         # (regex, kind), first match wins
     quota_fix: str
     capacity_fix: str
+    # The GPU quota for a plan, asked of the cloud's quota API (`client`: a stubbed SDK client
+    # in tests, None to make one); None: `check` says how to look by hand (quota_by_hand,
+    # with {region}).
+    quota: Callable[["Plan", Any], Answer] | None = None
+    quota_by_hand: str = ""
+    # (topic, question) that `check FILE` asks besides credentials and quota (a cluster you
+    # bring: is the training operator installed).
+    readiness: tuple[str, Callable[["Plan"], Answer]] | None = None
     stack_config: Callable[["Plan"], dict[str, str]] = lambda plan: {}
     # Extra error text after a failed `up` (AWS: the GPU groups' failed scaling activities),
     # so classify() sees capacity errors the engine's own message does not carry.
@@ -100,9 +116,9 @@ class KubeCloudProvider:
         else:
             from reclaunch.runtime.infra import check_pulumi_cli
             check_pulumi_cli()
-        problem = self.cloud.credentials()
-        if problem:
-            raise ProviderError(problem[0], hint=problem[1])
+        got = self.cloud.credentials()
+        if got.ok is False:
+            raise ProviderError(got.detail, hint=got.fix)
 
     # ---- wiring --------------------------------------------------------------------------
     def env(self, backend: str | None = None) -> "Env":
@@ -112,14 +128,14 @@ class KubeCloudProvider:
             fallback=fallback,
             stop_hint=lambda kind: self.cloud.quota_fix if kind in (QUOTA, SPOT_QUOTA)
             else self.cloud.capacity_fix,
-            verify=self.verify, prerequisites=self._prerequisites)
+            verify=self.verify, prerequisites=self._prerequisites, check_nodes=_check_nodes)
         kw.update(self.env_overrides)
         if "infra" not in kw:
             from reclaunch.runtime.infra import PulumiInfra
             kw["infra"] = PulumiInfra(program=self._program, config=self._config,
-                                      extra=self.cloud.pip_extra, diagnose=self.cloud.diagnose,
-                                      backend=backend,
-                                      compute=clouds.get(self.cloud.name).compute_types)
+                                      extra=clouds.get(self.name).pip_extra,
+                                      diagnose=self.cloud.diagnose, backend=backend,
+                                      compute=clouds.get(self.name).compute_types)
         if "kube_for" not in kw:
             kw["kube_for"] = _kube_for
         return Env(**kw)
@@ -174,8 +190,10 @@ class KubeCloudProvider:
             raise ProviderError(f"cannot verify the teardown of {rec.name}: {exc}",
                                 hint=f"run `reclaunch gc --cluster {rec.name}` once available")
         left = sweeper.list(rec.name)
-        if keep_storage:
-            left = [o for o in left if not any(k in o.kind.lower() for k in STORAGE_KINDS)]
+        if keep_storage:   # the resource kinds that hold the dataset (every storage kind's hints)
+            from reclaunch.spec.facts import storage_resource_hints
+            hints = storage_resource_hints()
+            left = [o for o in left if not any(k in o.kind.lower() for k in hints)]
         return [o.label for o in left]
 
     # ---- the Provider protocol -----------------------------------------------------------
@@ -310,3 +328,8 @@ def _kube_for(outputs: dict[str, Any]):
         raise ProviderError("the stack has no kubeconfig output; was provisioning completed?",
                             hint="rerun `reclaunch up`")
     return Kube.from_kubeconfig(kubeconfig)
+
+
+def _check_nodes(plan: "Plan", kube: Any, launch: Any, force: bool, env: Any) -> dict[str, Any]:
+    from reclaunch.providers.node_check import check
+    return check(plan, kube, launch, out=env.out(), force=force, sleep=env.sleep, clock=env.clock)

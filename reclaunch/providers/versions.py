@@ -3,8 +3,8 @@
 Each cloud's `versions.offered(plan)` makes the cloud's own "supported versions" call
 (providers/<cloud>/versions.py); `resolve` picks the newest offered minor inside every
 pinned add-on's range (stacks.versions.choose) and hands it to the program as
-`reclaunch:kubernetesVersion`. When the call fails (no permission yet, offline), the dated
-table k8s/kubernetes-versions.yaml decides, filtered by today's date, and `up` says so. The
+`reclaunch:kubernetesVersion`. When the call fails (no permission yet, offline), the stack's
+dated table (stacks.versions.table) decides, filtered by today's date, and `up` says so. The
 pure stages never make this call: `preview` shows the table's choice.
 """
 
@@ -31,7 +31,7 @@ def resolve(plan: "Plan", offered: Callable[["Plan"], list[str]], *, where: str,
     except Exception as exc:  # noqa: BLE001 - any SDK/CLI failure: the dated table decides
         log.warning("could not ask %s for its Kubernetes versions (%s); using %s",
                     where, str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-                    versions.VERSIONS_FILE.name)
+                    versions.where(plan.cloud))
         answer = None
     if answer:
         chosen = versions.choose(plan, answer, where=where)

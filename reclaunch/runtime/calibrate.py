@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from reclaunch import host   # RAM and cores as the planner reads them (pinnable there)
+from reclaunch import clouds, host   # host: RAM and cores as the planner reads them (pinnable there)
 from reclaunch.errors import ProviderError, ReclaunchError
 from reclaunch.planner.calibration import HostCalibration, Point
 
@@ -44,7 +44,7 @@ RUN_TIMEOUT_S = 600
 
 def reference_doc(batch: int, steps: int = REFERENCE_STEPS) -> dict[str, Any]:
     return {
-        "name": f"calibrate-b{batch}", "cloud": "local", "nodes": 2, "gpus_per_node": 1,
+        "name": f"calibrate-b{batch}", "cloud": clouds.here().name, "nodes": 2, "gpus_per_node": 1,
         "storage": {"kind": "none"},
         "job": {"command": ["python", "examples/trainer/train.py"],
                 "args": ["--log-every", str(LOG_EVERY)],
@@ -279,7 +279,7 @@ def calibrate(*, trainer: Path | None = None, batches=REFERENCE_BATCHES,
     trainer = (trainer or trainer_path()).resolve()
     if runner is None:
         if importlib.util.find_spec("torch") is None:
-            raise MissingExtraError("torch", "local")
+            raise MissingExtraError("torch", clouds.here().pip_extra)
         if not trainer.is_file():
             raise ReclaunchError(f"the reference trainer is not at {trainer}",
                                  hint="run from a reclaunch checkout, or pass --trainer PATH")

@@ -46,6 +46,9 @@ class Env:
     # What a person must do first (quotas, feature registrations, reservations bought): shown
     # with the plan, before confirmation and before anything is created.
     prerequisites: Callable[["Plan"], list[str]] = lambda plan: []
+    # (plan, kube, launch, force, env) -> journal data: the Ready GPU nodes against the node
+    # model, before the job starts (providers/node_check.py); raises to refuse. None: skipped.
+    check_nodes: Callable[..., dict[str, Any]] | None = None
 
     def out(self):
         if self.console is None:

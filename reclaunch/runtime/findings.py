@@ -179,7 +179,8 @@ def missing_gpudirect(m, f, proj, t, mk):
                f"NCCL runs over {m.transport} without GPUDirect RDMA (no /GDRDMA on its channels): "
                "every transfer is staged through host memory",
                "keep the fabric profile's GPUDirect settings (do not lower NCCL_NET_GDR_LEVEL in "
-               "nccl.env; on EFA FI_EFA_USE_DEVICE_RDMA=1) and check the nodes load the GPU "
+               "nccl.env; on EFA aws-ofi-nccl >= 1.7 and libfabric >= 1.18, or "
+               "FI_EFA_USE_DEVICE_RDMA=1 with an older plugin) and check the nodes load the GPU "
                "peer-memory / dma-buf support their GPU driver needs",
                f"the plan's {_ms(f.allreduce_s)} all-reduce assumes GPUDirect RDMA on {f.fabric}",
                numbers={"gdr": False})]
@@ -204,7 +205,7 @@ def comm_bound(m, f, proj, t, mk):
                       f.fallback_fix or "set interconnect.inter_node to the instance's fabric")
     elif m.gdr is False and f.gpudirect:
         cause, fix = ("no GPUDirect RDMA", "restore the fabric profile's GPUDirect settings "
-                      "(NCCL_NET_GDR_LEVEL, FI_EFA_USE_DEVICE_RDMA on EFA) in nccl.env")
+                      "(NCCL_NET_GDR_LEVEL) in nccl.env; on EFA aws-ofi-nccl >= 1.7")
     else:
         cause = (f"the {f.fabric} profile's bandwidth is not what the cluster delivers "
                  "(wrong fabric profile, a degraded link, or a plan that shards too little)")

@@ -27,8 +27,6 @@ PULUMI_MISSING = ("Pulumi CLI not found on PATH; `reclaunch up` and `down` need 
                   "the cluster")
 PULUMI_FIX = "install it: curl -fsSL https://get.pulumi.com | sh  (or: brew install pulumi)"
 
-# Stack resources the dataset lives in; `down --keep-storage` leaves these (and what they need).
-from reclaunch.spec.facts import STORAGE_RESOURCE_HINTS as STORAGE_TYPE_HINTS  # noqa: E402
 
 Event = dict[str, Any]   # {"kind": "resource"|"diag"|"summary", "urn", "type", "op", "status", "message"}
 OnEvent = Callable[[Event], None]
@@ -132,6 +130,8 @@ def storage_keep_set(resources: list[dict[str, Any]], storage_ids: set[str],
     cluster and its nodes are the cloud's `compute` types (CloudFacts.compute_types): a kept
     resource that needs one would keep it billing (or make the targeted destroy refuse), so
     that is a ProviderError before anything is destroyed."""
+    from reclaunch.spec.facts import storage_resource_hints   # every storage kind's record
+
     by_urn = {r["urn"]: r for r in resources}
 
     def deps(r: dict[str, Any]) -> list[str]:
@@ -144,7 +144,7 @@ def storage_keep_set(resources: list[dict[str, Any]], storage_ids: set[str],
                            if _provider_urn(r, by_urn) in configured}
     todo = [(r["urn"], None) for r in resources if r["urn"] not in inside and (
         r.get("id") in storage_ids
-        or any(h in r.get("type", "").lower() for h in STORAGE_TYPE_HINTS))]
+        or any(h in r.get("type", "").lower() for h in storage_resource_hints()))]
     keep: set[str] = set()
     while todo:
         urn, needed_by = todo.pop()

@@ -1,7 +1,7 @@
 """The cluster lifecycle: up, watch-until-done, teardown, down, status, logs.
 
     budget -> show cost + resources -> confirm -> provision (capacity fallback) -> apply
-    -> preflight -> start -> watch -> teardown -> verify
+    -> nodes (real against modelled) -> preflight -> start -> watch -> teardown -> verify
 
 Every step is journaled (start, then ok/failed) so a crash anywhere can be resumed by running
 `up` again (done steps are skipped, the stack and server-side apply are idempotent, pending
@@ -133,6 +133,10 @@ def up(plan: "Plan", env: Env, *, yes: bool = False, force: bool = False,
             from reclaunch.runtime.workdir import publish
             publish(plan, into=r)   # job.workdir into its bucket before any pod fetches it
             r["applied"] = kube.apply_all(list(launch.objects))
+    # Only before the job: once it runs, its own pods fill the nodes the check would judge.
+    if env.check_nodes and not journal.done("nodes") and not journal.done("start"):
+        with _Step(env, journal, "nodes") as r:
+            r.update(env.check_nodes(plan, kube, launch, force, env))
     if preflight and not journal.done("preflight"):
         with _Step(env, journal, "preflight") as r:
             from reclaunch.runtime.preflight_run import run_preflight

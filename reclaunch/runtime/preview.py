@@ -12,7 +12,7 @@ recorder that keeps what the program asked for. The result is a list of plain di
 `engine` holds what these checks find, no more: duplicate URNs (EngineGraph), enum values the
 installed SDK's own enums lack (runtime/sdk_enums.py: effective where the SDK has enums, i.e.
 azure-native; pulumi_aws and pulumi_gcp type such fields as plain strings), and each cloud's
-rules for the types and fields its stacks/<cloud>/api_rules.py lists (PreviewFacts.refusals:
+rules for the types and fields its stacks/<cloud>/api_rules.py lists (StackFacts.api_refusals:
 physical names as given or as Pulumi's auto-naming makes them, listed values, a few rules
 across fields). A refusal none of them knows still passes preview.
 """
@@ -103,13 +103,13 @@ def _tags_of(inputs: dict) -> dict[str, str]:
 
 @lru_cache(maxsize=64)
 def refusal_rules(prefix: str, generation: int) -> Callable[[str, str, dict], list[str]] | None:
-    """The cloud's check of what its API refuses (PreviewFacts.refusals) for a type prefix."""
-    ref = next((f.preview.refusals for f in clouds.all_facts()
-                if prefix in f.preview.sdk_packages and f.preview.refusals), None)
-    if not ref:
-        return None
-    module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    """The check of what a cloud's API refuses (its stack's api_refusals) for the type prefix
+    of its SDK (PreviewFacts.sdk_packages); None for a prefix no stack's cloud owns."""
+    import stacks
+
+    cloud = next((f.name for f in clouds.all_facts() if prefix in f.preview.sdk_packages), None)
+    pkg = stacks.facts(cloud) if cloud else None
+    return pkg.api_refusals if pkg else None
 
 
 def _computed(typ: str, name: str, inputs: dict, plan: "Plan") -> dict:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from reclaunch.errors import ProviderError, UsageError
 from reclaunch.planner.workdir import INLINE_MAX, WorkdirPack
+from reclaunch.spec.env_rules import CREDENTIAL_FORMATS
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.spec.models import Spec
@@ -43,11 +44,10 @@ SECRET_NAMES = re.compile(
     r"(^|/)(\.env(\..+)?|\.netrc|\.pypirc|\.npmrc|\.git-credentials|id_(rsa|dsa|ecdsa|ed25519)"
     r"(_sk)?|.+\.(pem|key|p12|pfx|jks|keystore)|\.aws/credentials|\.docker/config\.json|"
     r"\.kube/config|kubeconfig(\.ya?ml)?|credentials\.json|service[-_]account.*\.json)$", re.I)
-# Content: a PEM private key (RFC 7468 labels), an AWS access key id (IAM "AKIA"/"ASIA"
-# identifiers), a GCP service-account key file ("private_key" beside "client_email").
-SECRET_TEXT = re.compile(
-    rb"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|"
-    rb"\"private_key\"\s*:\s*\"-----BEGIN")
+# Content: the credential formats job.env refuses (spec/env_rules.py), and a GCP
+# service-account key file ("private_key" holding a PEM key).
+SECRET_TEXT = re.compile(b"|".join([p.pattern.encode() for _, p in CREDENTIAL_FORMATS]
+                                   + [rb"\"private_key\"\s*:\s*\"-----BEGIN"]))
 
 
 def source_dir(spec: "Spec") -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic_core import ValidationError
 
 from reclaunch.errors import SpecError
-from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, runs_here  # noqa: F401
+from reclaunch.spec.facts import STORAGE_BY_CLOUD, runs_here  # noqa: F401
 
 # The models are built with pydantic's plugins off (PYDANTIC_DISABLE_PLUGINS, pydantic's own
 # switch): reclaunch has no plugin, and looking for one scans the entry points of every installed

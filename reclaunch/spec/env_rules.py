@@ -8,6 +8,7 @@ the job would silently run another plan than the one shown. The trainer's own kn
 (RECLAUNCH_LR, RECLAUNCH_FAULT, RECLAUNCH_BATCH_SIZE, ...) stay the user's to set.
 """
 
+import re
 from typing import Any
 
 from pydantic.config import ConfigDict
@@ -37,7 +38,28 @@ class SecretRef(BaseModel):
     key: str = Field(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)
 
 
+# Credentials whose format their issuer documents: a literal one in job.env would sit in the
+# PyTorchJob's manifest, readable by anyone who may read the job, and in `render --out` files.
+# AWS: IAM "unique identifier prefixes" (AKIA access key, ASIA temporary key); GitHub: "About
+# authentication to GitHub" token formats; Hugging Face: User access tokens (hf_); Slack:
+# token types (xoxb-, xoxp-, ...). A name that merely looks secret (TOKENIZER_PATH) is no proof.
+# PEM private keys: RFC 7468 labels. `job.workdir`'s file scan reads the same list.
+CREDENTIAL_FORMATS = (
+    ("a PEM private key", re.compile(r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----")),
+    ("an AWS access key ID", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22,})\b")),
+    ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
+    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+)
+
+
 def env_value(v: str) -> str:
+    for what, pattern in CREDENTIAL_FORMATS:
+        if pattern.search(v):   # the value itself is never repeated in the message
+            raise ValueError(f"holds {what} as plain text, which would be written into the job's "
+                             "manifest; keep it in a Kubernetes Secret and write "
+                             "{secret: NAME, key: KEY} (on cloud: local, the same reference reads "
+                             "an owner-only env file or your environment)")
     if "\0" in v:
         raise ValueError("holds a NUL byte, which no environment variable can")
     if len(v.encode("utf-8", "surrogatepass")) > MAX_ENV_BYTES:

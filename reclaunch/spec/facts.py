@@ -2,43 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Mapping, NamedTuple
+from typing import Mapping
 
 from reclaunch import clouds
 
 
-class StorageFacts(NamedTuple):
-    sized: bool                  # capacity must be given (the rest are elastic or already exist)
-    created_by_stack: bool       # the Pulumi stack creates the file system and binds `<name>-data`
-    # Substrings of the cloud resource kinds / Pulumi types that hold the data: `down
-    # --keep-storage` keeps them, and teardown verification does not count them as leftovers.
-    resource_hints: tuple[str, ...] = ()
-    mounted: bool = True         # pods mount it (a bucket is reached through fsspec, not a volume)
+# The storage kinds each target provides, by name (the records: each cloud's facts, `storage`;
+# clouds.storage_kind(name) for one).
+STORAGE_BY_CLOUD: Mapping[str, tuple[str, ...]] = clouds.PerCloud(
+    lambda f: tuple(k.name for k in f.storage))
 
 
-# The one table of storage kinds (spec rules, render, keep-storage and sweep all read it).
-# Which target provides which is each cloud's facts (`storage`, reclaunch/providers/*/facts.py).
-STORAGE_KINDS: dict[str, StorageFacts] = {
-    "fsx-lustre": StorageFacts(True, True, ("fsx", "file_system", "filesystem")),
-    "efs": StorageFacts(False, True, ("efs", "file_system", "filesystem")),
-    "azure-lustre": StorageFacts(True, True, ("lustre", "amlfilesystem")),
-    "azure-files": StorageFacts(True, True, ("storageaccount", "fileshare", "share")),
-    "filestore": StorageFacts(True, True, ("filestore",)),
-    "cephfs": StorageFacts(False, False, ()),
-    "pvc": StorageFacts(True, False,
-                        ("persistentvolume", "volume", "/disk:disk", "compute/disk", "disk")),
-    "hostpath": StorageFacts(False, False, ()),
-    # An object-store bucket for checkpoints (job.checkpoint.path: s3:// gs:// az://): the stack
-    # creates it (cloud: local creates it at AWS_ENDPOINT_URL); no volume, no mount.
-    "bucket": StorageFacts(False, False, ("bucket", "blobcontainer", "storageaccount"), mounted=False),
-    "none": StorageFacts(False, False, ()),
-}
+def storage_resource_hints() -> tuple[str, ...]:
+    """Substrings of resource kinds that hold a job's data, over every storage kind."""
+    return tuple(dict.fromkeys(h for k in clouds.storage_kinds().values() for h in k.resource_hints))
 
-STORAGE_BY_CLOUD: Mapping[str, tuple[str, ...]] = clouds.PerCloud(lambda f: f.storage)
-SIZED_STORAGE = tuple(k for k, f in STORAGE_KINDS.items() if f.sized)
-STACK_PROVISIONED = tuple(k for k, f in STORAGE_KINDS.items() if f.created_by_stack)
-MOUNTED_STORAGE = tuple(k for k, f in STORAGE_KINDS.items() if f.mounted and k != "none")
-STORAGE_RESOURCE_HINTS = tuple(dict.fromkeys(h for f in STORAGE_KINDS.values() for h in f.resource_hints))
 
 # What a cluster name must be on each target (clouds.DNS_1035 unless its facts say otherwise).
 NAME_RULES: Mapping[str, tuple[str, str]] = clouds.PerCloud(lambda f: f.name_rule)

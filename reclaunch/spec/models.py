@@ -25,7 +25,7 @@ from reclaunch import clouds
 from reclaunch.errors import SpecError
 from reclaunch.spec import env_rules
 from reclaunch.spec.config import NESTED, STRICT, no_bool
-from reclaunch.spec.facts import SIZED_STORAGE, STORAGE_BY_CLOUD, STORAGE_KINDS, runs_here  # noqa: F401
+from reclaunch.spec.facts import runs_here
 from reclaunch.spec.kubernetes import KubernetesTarget
 from reclaunch.spec.stacks import STACKS, fill_knobs
 from reclaunch.spec.units import (COUNT_JSON_SCHEMA, SIZE_JSON_SCHEMA, image_size, parse_count,
@@ -92,7 +92,8 @@ def _one_of(choices: Callable[[], tuple[str, ...]],
 
 Cloud = _one_of(clouds.names, clouds.alias_of)
 Fabric = _one_of(lambda: ("auto", *clouds.selectable_fabrics()))
-StorageKind = Literal[tuple(STORAGE_KINDS)]  # type: ignore[valid-type]  (facts.py: one table)
+ReservationKindName = _one_of(lambda: tuple(clouds.reservation_kinds()))
+StorageKind = _one_of(lambda: tuple(clouds.storage_kinds()))
 Precision = Literal["fp32", "tf32", "fp16", "bf16"]
 Optimizer = Literal["sgd", "adagrad", "rowwise_adagrad", "adam"]
 Preset = Literal["deepfm", "dcnv2", "din", "dlrm", "wide_deep", "custom"]
@@ -137,10 +138,8 @@ class Capacity(BaseModel):
     """Capacity bought ahead: the stack launches into it, the planner prices it."""
 
     model_config = NESTED
-    reservation: str = Field(min_length=1, max_length=512, description=(
-        "aws: the reservation id (cr-...); gcp: reservation name or "
-        "projects/P/reservations/NAME; azure: capacity reservation group resource id"))
-    kind: Literal["odcr", "capacity-block", "gcp-reservation", "azure-crg"]
+    reservation: str = Field(min_length=1, max_length=512)
+    kind: ReservationKindName
     price_usd_per_hour: Float | None = Field(
         None, gt=0, le=10_000, description="Per instance-hour as bought; null = on-demand price")
 

@@ -14,28 +14,11 @@ if TYPE_CHECKING:  # pragma: no cover
 from reclaunch import clouds
 from reclaunch.spec import buckets, job_rules
 from reclaunch.spec.facts import (  # noqa: F401
-    LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, SIZED_STORAGE, STORAGE_BY_CLOUD,
-    own_cluster, runs_here)
+    LOCAL_MAX_PROCESSES, MAX_STORAGE_BYTES, NAME_RULES, STORAGE_BY_CLOUD, own_cluster, runs_here)
 from reclaunch.spec.sharders import pin_problems
 
-# Largest size each sized kind is sold at without a support request (bytes). azure-lustre:
-# the stack's SKU, AMLFS-Durable-Premium-250 (stacks/azure/storage.py AMLFS_SKUS); filestore:
-# the ZONAL tier's 100 TiB (stacks/gcp/program.py). Bigger sizes stop at validate.
-STORAGE_MAX_BYTES: dict[str, int] = {"azure-lustre": 128 * 2**40, "filestore": 100 * 2**40}
-
-# Reserved-capacity kinds each cloud sells (its facts), and what their names look like.
-RESERVATION_KINDS = clouds.PerCloud(lambda f: f.reservation_kinds)
-_GCP_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
-RESERVATION_ID: dict[str, tuple[str, str]] = {   # kind -> (regex, example)
-    "odcr": (r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),
-    "capacity-block": (r"cr-[0-9a-f]{17}", "cr-0123456789abcdef0"),
-    "gcp-reservation": (rf"{_GCP_NAME}|projects/[a-z][-a-z0-9]{{4,28}}[a-z0-9]/reservations/{_GCP_NAME}",
-                        "my-h100-reservation"),
-    "azure-crg": (r"/subscriptions/[^/]+/resourceGroups/[^/]+/providers/"
-                  r"Microsoft\.Compute/capacityReservationGroups/[^/]+",
-                  "/subscriptions/<id>/resourceGroups/<rg>/providers/Microsoft.Compute/"
-                  "capacityReservationGroups/<name>"),
-}
+# Reserved-capacity kinds each cloud sells (its facts: name, id pattern, example).
+RESERVATION_KINDS = clouds.PerCloud(lambda f: tuple(r.name for r in f.reservation_kinds))
 
 
 def encryption_at_host_clouds() -> tuple[str, ...]:
@@ -88,19 +71,22 @@ def cross_check(spec: "Spec", catalog=None) -> list[Problem]:
             out.append((("nodes",), f"nodes {s.nodes} must be within autoscaling "
                         f"min_nodes..max_nodes ({a.min_nodes}..{a.max_nodes})"))
     kinds = STORAGE_BY_CLOUD[s.cloud]
+    kind = clouds.storage_kind(s.storage.kind)   # the kind's one record (its cloud's facts)
+    # Largest size the kind is sold at without a support request (its steps' maximum).
+    most = kind.steps.maximum_gib if kind.steps else None
     if s.storage.kind not in kinds:
         out.append((("storage", "kind"), f"{s.storage.kind!r} is not available on {s.cloud}; "
                     f"choose one of {', '.join(kinds)}"))
-    elif s.storage.kind in SIZED_STORAGE and not s.storage.size:
+    elif kind.sized and not s.storage.size:
         out.append((("storage", "size"), f"required for storage kind {s.storage.kind} (e.g. 1.2TiB)"))
-    elif s.storage.size and s.storage.size > STORAGE_MAX_BYTES.get(s.storage.kind, s.storage.size):
-        most = STORAGE_MAX_BYTES[s.storage.kind] / 2**40
-        out.append((("storage", "size"), f"{s.storage.size / 2**40:g} TiB is over the {most:g} "
+    elif s.storage.size and most and s.storage.size > most * 2**30:
+        out.append((("storage", "size"), f"{s.storage.size / 2**40:g} TiB is over the {most / 1024:g} "
                     f"TiB {s.storage.kind} is sold at without a support request"))
-    elif s.storage.kind == "cephfs" and not re.fullmatch(r"[^/]+/.+", s.storage.existing or ""):
-        # The stack mounts an existing CephFS through ceph-csi; it cannot create one.
-        out.append((("storage", "existing"), "required for storage kind cephfs: "
-                    "'<clusterID>/<fsName>' of the existing file system"))
+    elif kind.existing and kind.existing.pattern and \
+            not re.fullmatch(kind.existing.pattern, s.storage.existing or ""):
+        # A file system the stack mounts but cannot create (CephFS through ceph-csi).
+        out.append((("storage", "existing"), f"required for storage kind {s.storage.kind}: "
+                    f"'{kind.existing.form}' of the existing file system"))
     out += _bucket_rules(s)
     out += _capacity_rules(s)
     out += job_rules.table_names(s) + job_rules.din_sequence(s)
@@ -246,22 +232,23 @@ def _capacity_rules(s: "Spec") -> list[Problem]:
         out.append((("capacity", "kind"), f"{cap.kind!r} is not sold on {s.cloud}" +
                     (f"; use {' or '.join(kinds)}" if kinds else "; remove capacity")))
         return out
-    pattern, example = RESERVATION_ID[cap.kind]
-    if not re.fullmatch(pattern, cap.reservation):
+    kind = clouds.reservation_kinds()[cap.kind]
+    if not re.fullmatch(kind.pattern, cap.reservation):
         out.append((("capacity", "reservation"), f"{cap.reservation!r} is not a {cap.kind} "
-                    f"reservation (e.g. {example})"))
+                    f"reservation (e.g. {kind.example})"))
     if s.spot.enabled:
         out.append((("spot", "enabled"), "a capacity reservation is on-demand capacity bought "
                     "ahead; set spot.enabled: false or remove capacity"))
-    if cap.kind == "capacity-block" and s.autoscaling and s.autoscaling.max_nodes > s.nodes:
-        out.append((("autoscaling", "max_nodes"), "a Capacity Block holds a fixed number of "
-                    "instances; max_nodes cannot exceed nodes"))
+    if kind.fixed_count and s.autoscaling and s.autoscaling.max_nodes > s.nodes:
+        out.append((("autoscaling", "max_nodes"), f"{kind.fixed_count}; max_nodes cannot "
+                    "exceed nodes"))
     return out
 
 
 def _bucket_rules(s: "Spec") -> list[Problem]:
-    """job.checkpoint.path / job.dataset.path as s3:// gs:// az:// URLs (spec/buckets.py)."""
+    """job.checkpoint.path / job.dataset.path as object-store URLs (spec/buckets.py)."""
     out: list[Problem] = []
+    example = _bucket_example(s.cloud)
     created = s.storage.kind == "bucket"
     ckpt, data = s.job.checkpoint.path, s.job.dataset.path
     for where, path, want_prefix in ((("job", "checkpoint", "path"), ckpt, True),
@@ -273,15 +260,21 @@ def _bucket_rules(s: "Spec") -> list[Problem]:
                 manual=s.security.bucket_grants == "manual")]
     if created and not buckets.is_url(ckpt):
         out.append((("storage", "kind"), "bucket stores checkpoints in object storage: set "
-                    "job.checkpoint.path to a URL such as s3://BUCKET/PREFIX (gs://, az:// on gcp, azure)"))
+                    f"job.checkpoint.path to a URL such as {example}"))
     if s.job.checkpoint.expire_days and not created:
         out.append((("job", "checkpoint", "expire_days"), "sets the lifecycle rule of the bucket "
                     "`up` creates (storage.kind: bucket); a bucket or file system of your own "
                     "keeps its own rules"))
     if created and s.job.dataset.path and not buckets.is_url(data):
         out.append((("job", "dataset", "path"), "storage.kind bucket mounts no file system: "
-                    "give the dataset as a URL (s3://BUCKET/PREFIX) or use a file system kind"))
+                    f"give the dataset as a URL ({example}) or use a file system kind"))
     return out
+
+
+def _bucket_example(cloud: str) -> str:
+    """A URL of the first object store the cloud reaches (its facts), for a message."""
+    schemes = list(buckets.reachable(cloud)) or ["s3"]
+    return f"{schemes[0]}://BUCKET/PREFIX"
 
 
 def _spot_checkpoints(s: "Spec", kinds: tuple[str, ...]) -> list[Problem]:
@@ -290,13 +283,13 @@ def _spot_checkpoints(s: "Spec", kinds: tuple[str, ...]) -> list[Problem]:
     ckpt, mount = s.job.checkpoint.path, s.storage.mount_path.rstrip("/")
     if buckets.is_url(ckpt):
         return []   # object storage outlives every node (the bucket rules above checked it)
-    if s.storage.kind in ("none", "bucket"):
-        shared = ", ".join(k for k in kinds if k not in ("none", "bucket"))
+    if not clouds.storage_kind(s.storage.kind).mounted:   # none, or a bucket
+        shared = ", ".join(k for k in kinds if clouds.storage_kind(k).mounted)
         # Reported at spot.enabled (the line the user wrote; `storage` may be absent).
         return [(("spot", "enabled"), "needs storage for checkpoints every node mounts (a "
                  f"reclaimed node takes the container's files with it): storage.kind is {s.storage.kind}; "
                  f"set storage.kind ({shared}), job.checkpoint.path to a bucket URL "
-                 "(s3://BUCKET/PREFIX), or spot.enabled: false")]
+                 f"({_bucket_example(s.cloud)}), or spot.enabled: false")]
     if ckpt.startswith("/") and ckpt != mount and not ckpt.startswith(mount + "/"):
         return [(("job", "checkpoint", "path"), f"{ckpt} is outside the storage mount {mount}: "
                  "with spot.enabled a reclaim would lose it; use a path under it or a relative one")]

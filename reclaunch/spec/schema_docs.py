@@ -2,7 +2,8 @@
 standard keywords (exclusiveMinimum, maximum, ...) and the known GPU names as an enum.
 
 The descriptions live here, beside the models (models.py keeps the ones it had), so the
-contract file stays readable; a test checks every field has one.
+contract file stays readable; a test checks every field has one. Those that list what the
+clouds offer (targets, storage kinds, reservations) are made from the registry (_registered).
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 DOCS: dict[str, str] = {
-    "Spec.cloud": ("Where the job runs: aws, azure, gcp (a cluster reclaunch creates), kubernetes "
-                   "(a cluster you already have) or local (this machine, CPU processes, no account)"),
     "Spec.region": "Cloud region (e.g. us-east-1, eastus, us-central1); it must sell the instance",
     "Spec.zones": "Zones to try in order (capacity fallback); empty: the stack picks",
     "Spec.nodes": "Nodes (instances) at the start; cloud: local: simulated nodes",
@@ -38,7 +37,6 @@ DOCS: dict[str, str] = {
     "Autoscaling.min_nodes": "Fewest nodes the job keeps running with",
     "Autoscaling.max_nodes": "Most nodes the pool grows to",
     "Budget.max_usd": "Whole-job USD limit; `up` refuses a plan over it without --force",
-    "Capacity.kind": "What was bought: odcr, capacity-block (aws), gcp-reservation, azure-crg",
     "Checkpoint.path": "Where checkpoints go; relative paths live on the storage mount",
     "Checkpoint.every_minutes": "Minutes between checkpoints (what a reclaim can lose, half of it on average)",
     "Checkpoint.expire_days": ("storage.kind bucket only: the bucket deletes checkpoints this many "
@@ -79,7 +77,6 @@ DOCS: dict[str, str] = {
     "Nccl.debug": "NCCL_DEBUG level: WARN, or INFO for `diagnose` to read transports",
     "Spot.enabled": "Run on spot/preemptible instances (needs shared storage for checkpoints)",
     "Spot.fallback": "on-demand: fall back when no spot capacity; none: wait",
-    "Storage.kind": "fsx-lustre, efs (aws), filestore (gcp), azure-lustre, azure-files (azure), cephfs, pvc, hostpath (local), none",
     "Storage.mount_path": "Where every training container sees the storage",
     "Storage.storage_class": "StorageClass for kind pvc (default: the cluster's)",
     "Table.name": "Table (feature) name; unique in the model",
@@ -101,16 +98,52 @@ def _standard(node: Any) -> Any:
     return node
 
 
+# What a target of each kind is, for the `cloud` description (reclaunch/clouds.py kinds).
+KINDS = {"kube": "a cluster reclaunch creates", "own": "a cluster you already have",
+         "here": "this machine, CPU processes, no account"}
+
+
+def _listed(items: list[tuple[str, str | None]]) -> str:
+    """'a, b (x), c' from (name, note) pairs: each run of names with one note gets it once."""
+    out: list[str] = []
+    for i, (name, note) in enumerate(items):
+        last = i + 1 == len(items) or items[i + 1][1] != note
+        out.append(f"{name} ({note})" if note and last else name)
+    return ", ".join(out)
+
+
+def _registered() -> dict[str, str]:
+    """The descriptions that list what the registered clouds offer."""
+    from reclaunch import clouds
+
+    facts = list(clouds.all_facts())
+    groups = [_listed([(f.name, note) for f in facts if f.kind == kind])
+              for kind, note in KINDS.items() if any(f.kind == kind for f in facts)]
+    head, tail = ", ".join(groups[:-1]), groups[-1]
+    owners = {k: [f.name for f in facts if k in {s.name for s in f.storage}] for k in clouds.storage_kinds()}
+    reservations = [(r.name, f.name) for f in facts for r in f.reservation_kinds]
+    return {
+        "Spec.cloud": f"Where the job runs: {head} or {tail}" if head else f"Where the job runs: {tail}",
+        "Storage.kind": _listed([(k, o[0] if len(o) == 1 else None) for k, o in owners.items()]),
+        "Capacity.kind": f"What was bought: {_listed(reservations)}",
+        "Capacity.reservation": "Its id on the cloud, by kind: " + "; ".join(
+            f"{r.name}: e.g. {r.example}" for f in facts for r in f.reservation_kinds),
+    }
+
+
 def finish(schema: dict, gpus: list[str]) -> dict:
     schema = _standard(schema)
     models = {"Spec": schema, **schema.get("$defs", {})}
+    docs = {**DOCS, **_registered()}
     for model, body in models.items():
         for field, prop in body.get("properties", {}).items():
-            if "description" not in prop and f"{model}.{field}" in DOCS:
-                prop["description"] = DOCS[f"{model}.{field}"]
+            if "description" not in prop and f"{model}.{field}" in docs:
+                prop["description"] = docs[f"{model}.{field}"]
     from reclaunch import clouds
 
     schema["properties"]["cloud"]["enum"] = list(clouds.names())
+    models["Capacity"]["properties"]["kind"]["enum"] = list(clouds.reservation_kinds())
+    models["Storage"]["properties"]["kind"]["enum"] = list(clouds.storage_kinds())
     inter = models["Interconnect"]["properties"]["inter_node"]
     inter["enum"] = ["auto", *clouds.selectable_fabrics()]
     gpu = schema["properties"]["gpu"]

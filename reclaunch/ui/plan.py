@@ -200,9 +200,11 @@ def compare_lines(rows: list, top: int | None = 10, width: int = 140,
     from reclaunch.ui import grid
 
     shown = rows if top is None else rows[:top]
+    # the recommendation is always a row of the table, even when cheaper alternatives fill the top
+    shown = shown + [r for r in rows if r.recommended and r not in shown]
     cols = [("#", "right"), ("instance", "left"), ("region", "left"), ("nodes", "right"),
             ("fits", "left"), ("samples/s", "right"), ("hours", "right"),
-            ("on-demand $", "right"), ("spot $", "right"), ("note", "left")]
+            ("on-demand $", "right"), ("spot $", "right"), ("P90 $", "right"), ("note", "left")]
     # How a row was sized is said once, in the caption; a row sized to the fewest nodes that
     # fit carries only a mark (the note column stays for what is particular to the row).
     fewest = [r for r in shown if r.sizing == "fewest"]
@@ -218,18 +220,25 @@ def compare_lines(rows: list, top: int | None = 10, width: int = 140,
             note.append("stale price")
         if (p.throughput_basis or {}).get("kind") == "measured":
             note.append("measured rate")
+        if not r.pinned:
+            note.append("alternative")
+        if r.host_bound:
+            note.append("host-bound")
+        if r.overlaps:
+            note.append("range overlaps")
         table.append([str(r.rank), f"{p.cloud} {p.instance_type}", p.region or "-",
                       f"{p.nodes} ({p.world_size} GPU)" + (mark if r.sizing == "fewest" else ""),
                       "yes" if p.memory.fits else "NO",
                       _rate(p.throughput_samples_per_second), f"{p.duration_hours:.2f}",
-                      _usd(p.cost.on_demand_total_usd), _usd(p.cost.spot_total_usd), ", ".join(note)])
+                      _usd(p.cost.on_demand_total_usd), _usd(p.cost.spot_total_usd), _usd(r.p90_usd),
+                      ", ".join(note)])
     captions = ([f"{mark + ' ' if mark else ''}nodes: the fewest the model fits on"
                  + (", the others the spec's GPU count" if mark else "")] if fewest else [])
     if len(shown) < len(rows):
         captions.append(f"{len(shown)} of {len(rows)} offers shown (--top N, --top 0 for all)")
     return [*grid.wrap(f"recommendation: {recommendation_line(rows)}", width),
             *grid.boxed(cols, table, width=width, bold=bold, caption="; ".join(captions) or None,
-                        title="whole-job cost by offer" + (f" (ranked by {rows[0].basis})" if rows else ""))]
+                        title="whole-job cost by offer" + (f" (ranked by {rows[0].basis} P90)" if rows else ""))]
 
 
 def recommendation_line(rows: list) -> str:
@@ -241,15 +250,35 @@ def recommendation_line(rows: list) -> str:
 
     p = best.plan
     text = (f"{p.nodes} x {p.instance_type} ({p.cloud} {p.region}, {p.world_size} x {p.gpu}): "
-            f"{_usd(best.usd)} {best.basis}, {p.duration_hours:.2f} h")
+            f"{_usd(best.usd)} {best.basis} (P90 {_usd(best.p90_usd)}), {p.duration_hours:.2f} h")
     reason = why(p, [r.plan for r in rows], best.basis == "spot", head=False)   # price, scaling, memory
     if reason:
         text += f" ({reason})"
+    text += _caveats(best, rows)
     spec_rows = [r for r in rows if r.sizing == "spec" and r.plan.memory.fits and r.usd is not None]
     if best.sizing == "fewest" and spec_rows:
         alt = spec_rows[0]
         text += (f"; fewer nodes win: scaling is poor, {alt.plan.nodes} x {alt.plan.instance_type} "
                  f"would cost {_usd(alt.usd)} for {alt.plan.duration_hours:.2f} h")
+    return text
+
+
+def _caveats(best, rows: list) -> str:
+    """What the reader must know before trusting the ranking: a cheaper row outside what the
+    spec pins, a host-bound step, cost ranges that overlap (the order among them is within the
+    model's error)."""
+    text = ""
+    cheaper = next((r for r in rows if r.rank < best.rank and not r.pinned and r.usd is not None
+                    and r.plan.memory.fits), None)
+    if cheaper is not None:
+        q = cheaper.plan
+        text += (f"; kept to the spec's gpu/instance_type: {q.nodes} x {q.instance_type} ({q.gpu}) "
+                 f"would cost {_usd(cheaper.p90_usd)} at P90 for {q.duration_hours:.2f} h (an alternative)")
+    if best.host_bound:
+        text += "; its step is host-bound (a faster GPU would not run it faster; see `plan`)"
+    n = sum(r.overlaps for r in rows)
+    if n:
+        text += f"; {n} other row(s) have cost ranges overlapping it: their order is within the model's error"
     return text
 
 

@@ -28,11 +28,19 @@ GPU_PRESENT = "nvidia.com/gpu.present"
 
 
 def hugepages(plan: "Plan") -> dict[str, str]:
-    """What the job's pods request (stacks.fabric_facts.fabric_profile, the render's own
-    answer), pre-allocated per node: none for a job that never leaves one node."""
+    """The huge pages a GPU node of the plan holds (NodePool.hugepages: the one figure the
+    render, the fit check, the autoscaler template and the user data read): what the fabric's
+    node image reserves at boot (its facts' boot_hugepages: every EFA node, whatever the job),
+    or what the job's pods request (stacks.fabric_facts.fabric_profile) where that is more."""
+    from reclaunch.catalog.node import MIB, boot_hugepages
+    from reclaunch.spec.units import parse_size
     from stacks.fabric_facts import fabric_profile
 
-    return dict(fabric_profile(plan).hugepages)
+    rule = c.fabric_facts(plan).boot_hugepages
+    out = boot_hugepages(rule, plan.offer.vcpus) if plan.offer is not None else {}
+    for k, v in fabric_profile(plan).hugepages.items():
+        out[k] = max(out.get(k, 0), parse_size(v))
+    return {k: f"{-(-b // MIB)}Mi" for k, b in out.items()}
 
 
 def hugepage_count(quantity: str, page: str = "2Mi") -> int:

@@ -29,7 +29,7 @@ ROOT_VOLUME_GIB = 200
 # Let `up` wait for the GPU groups' instances: with "0" the stack reports success while the
 # group's launches fail (InsufficientInstanceCapacity), and the capacity fallback never runs.
 # On timeout the AWS provider reads the groups' scaling activities into the error text
-# (reclaunch.providers.aws.scaling_failures), which classify() maps to a capacity kind.
+# (reclaunch.providers.aws.provider.scaling_failures), which classify() maps to a capacity kind.
 WAIT_FOR_CAPACITY = "20m"
 # kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md, "Full Cluster
 # Autoscaler Features Policy": describe calls on "*" (they take no resource), the two
@@ -216,7 +216,7 @@ def _asg_tags(plan: "Plan", pool: c.NodePool, tags: dict) -> dict[str, str]:
 
 
 def provision_time() -> str:
-    """--max-node-provision-time: the plan's own figure (planner/data/startup.yaml, aws
+    """--max-node-provision-time: the plan's own figure (providers/aws/facts.py STARTUP,
     provision_timeout), so the plan's notes and the autoscaler wait the same time."""
     from reclaunch.planner.startup import provision_timeout
 
@@ -396,4 +396,3 @@ def _kubeconfig(endpoint: str, ca: str, cluster_name: str, region: str) -> str:
             "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws",
             "args": ["eks", "get-token", "--cluster-name", cluster_name,
                      "--region", region]}}}]})
-

@@ -26,11 +26,10 @@ def storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, kms
                   "cidr_blocks": [VPC_CIDR], "self": True} for a, b in ports],
         egress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "self": True,
                  "cidr_blocks": [VPC_CIDR]}])
-    if kind == "fsx-lustre":
-        # PERSISTENT_2 sells 1200 GiB then 2400 GiB steps (the plan prices the same rounding,
-        # one function); encrypted at rest with our key.
-        from reclaunch.planner.storage_size import billed_gib
+    from reclaunch.planner.storage_size import billed_gib   # the plan prices the same sizes
 
+    if kind == "fsx-lustre":
+        # PERSISTENT_2 sells 1200 GiB then 2400 GiB steps; encrypted at rest with our key.
         gib = int(billed_gib("fsx-lustre", plan.spec.storage.size))
         fs = aws.fsx.LustreFileSystem(
             c.name(plan, "fsx"), storage_capacity=gib, subnet_ids=gpu_subnet.id,
@@ -50,6 +49,8 @@ def storage(aws, pulumi, k8s, plan, tags, vpc, gpu_subnet, private, cluster, kms
     efs_csi = aws.eks.Addon(c.name(plan, "efs-csi"), cluster_name=cluster.name,
                             addon_name="aws-efs-csi-driver", tags=tags)
     c.data_volume(k8s, pulumi, plan, provider, namespace=ns, driver="efs.csi.aws.com", handle=fs.id,
-                  capacity_gib=c.storage_gib(plan, 1024), depends_on=[efs_csi])
+                  # elastic: the PV's capacity is a label, at least 1 TiB
+                  capacity_gib=max(1024, int(billed_gib("efs", plan.spec.storage.size))),
+                  depends_on=[efs_csi])
     return fs.id
 

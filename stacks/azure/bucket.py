@@ -6,7 +6,7 @@ Compared field by field with learn.microsoft.com/azure/aks/workload-identity-dep
 (program.py); a user-assigned managed identity; a federated identity credential with
 issuer = the cluster's OIDC issuer URL, subject `system:serviceaccount:NAMESPACE:KSA`, audience
 `api://AzureADTokenExchange`; the ServiceAccount annotated `azure.workload.identity/client-id`;
-the pods labelled `azure.workload.identity/use: "true"` (stacks/identity.POD_LABELS). The role
+the pods labelled `azure.workload.identity/use: "true"` (stacks/azure/identity.py). The role
 is Storage Blob Data Contributor at the container's scope, the finest RBAC scope for blobs
 (learn.microsoft.com/azure/storage/blobs/assign-azure-role-data-access). The account: no
 public blob access, no shared-key access (so no account key exists to leak; adlfs and the
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from reclaunch.spec.buckets import grant_scope
 from stacks import common as c
 from stacks import identity
-from stacks.identity import account_name
+from stacks.azure.identity import account_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan

@@ -188,7 +188,7 @@ def program(plan: "Plan") -> None:
             "agentPoolProfiles[0].enableEncryptionAtHost"]))
     # The identity running `up` administers the cluster through Azure RBAC.
     # principal_type: the SDK's default is User; `up` run as a service principal passes
-    # reclaunch:principalType=ServicePrincipal (reclaunch.providers.azure.stack_config).
+    # reclaunch:principalType=ServicePrincipal (reclaunch.providers.azure.provider.stack_config).
     kind = pulumi.Config("reclaunch").get("principalType") or "User"
     admin = az.authorization.RoleAssignment(
         c.name(plan, "rbac-admin"), scope=aks.id, principal_id=client.object_id,

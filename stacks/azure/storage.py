@@ -5,24 +5,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from reclaunch.planner.storage_size import billed_gib
+# The SKUs' steps and the one the stack creates are facts of the storage kind (its steps come
+# from them). A size between steps is rounded up, with a warning.
+from reclaunch.providers.azure.facts import AMLFS_SKU, AMLFS_SKUS
 from stacks import common as c
-from stacks.identity import account_name
+from stacks.azure.identity import account_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
-
-# Azure Managed Lustre sells capacity per SKU in fixed steps, from one step up to a maximum
-# (learn.microsoft.com/azure/azure-managed-lustre/amlfs-overview, "Throughput configurations":
-# Premium-40: 48 TiB steps up to 768 TiB; Premium-125: 16 TiB up to 128 TiB; Premium-250:
-# 8 TiB up to 128 TiB; Premium-500: 4 TiB up to 128 TiB; larger by support request).
-# Dated 2026-11-30. A size between steps is rounded up, with a warning.
-AMLFS_SKUS = {  # sku -> (step TiB, max TiB)
-    "AMLFS-Durable-Premium-40": (48, 768),
-    "AMLFS-Durable-Premium-125": (16, 128),
-    "AMLFS-Durable-Premium-250": (8, 128),
-    "AMLFS-Durable-Premium-500": (4, 128),
-}
-AMLFS_SKU = "AMLFS-Durable-Premium-250"
 
 
 def amlfs_capacity_tib(size_bytes: int | None, sku: str = AMLFS_SKU) -> tuple[int, str | None]:
@@ -61,7 +52,7 @@ def storage(az, pulumi, k8s, plan: "Plan", rg, vnet, subnet, nsg, tags, provider
                         "services": {"file": {"enabled": True, "key_type": "Account"}}},
             network_rule_set={"default_action": "Deny", "virtual_network_rules": [
                 {"virtual_network_resource_id": subnet.id}]})
-        gib = c.storage_gib(plan, 100)
+        gib = int(billed_gib(kind, plan.spec.storage.size))   # the kind's steps (its facts)
         share = az.storage.FileShare(c.name(plan, "data"), resource_group_name=rg.name,
                                      account_name=account.name, share_name="data",
                                      enabled_protocols="NFS", root_squash="NoRootSquash",

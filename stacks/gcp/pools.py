@@ -75,3 +75,25 @@ def job_placement(plan: "Plan") -> dict:
         return {"node_selector": {}, "tolerations": []}
     # Selecting the class is what makes GKE's autoscaler try the spot pool first.
     return {"node_selector": {COMPUTE_CLASS_LABEL: cls}, "tolerations": []}
+
+
+# GKE gives a Spot node's pods 15 of the 30 s it gets (graceful node shutdown: 30 s in all, 15
+# for system pods), unless the pool extends it, to 120 s in all, through its kubelet config
+# (GKE >= 1.35.0-gke.1171000; cloud.google.com/kubernetes-engine/docs/concepts/spot-vms,
+# "Termination and graceful shutdown of Spot VMs"; the total takes 0, 30 or 120 only:
+# GoogleCloudPlatform/magic-modules#17556, pulumi-gcp's NodePool kubelet_config since the
+# provider that pyproject's gcp extra requires). Our spot pools do: the pods get the cloud's
+# reclaim notice (reclaunch/providers/gcp/facts.py), system pods keep their 15 s.
+CRITICAL_PODS_SECONDS = 15
+
+
+def spot_kubelet_config(plan: "Plan", pool: c.NodePool) -> dict | None:
+    """node_config.kubelet_config of a GPU pool: the extended spot termination, spot only
+    (GKE accepts the fields on Spot and preemptible pools alone)."""
+    from reclaunch import clouds
+
+    notice = clouds.get(plan.cloud).planner.get("reclaim_notice_seconds")
+    if not pool.spot or not notice:
+        return None
+    return {"shutdown_grace_period_seconds": notice + CRITICAL_PODS_SECONDS,
+            "shutdown_grace_period_critical_pods_seconds": CRITICAL_PODS_SECONDS}

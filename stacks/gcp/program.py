@@ -17,7 +17,7 @@ from stacks.gcp import bucket as gcs
 from stacks.gcp import registry
 from stacks.gcp.secrets import secrets_key
 from stacks.gcp.pools import (COMPUTE_CLASS_LABEL, SYSTEM_MACHINE, accelerator, compute_class,
-                              node_pools)
+                              node_pools, spot_kubelet_config)
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -253,6 +253,7 @@ def program(plan: "Plan") -> None:
                 "ephemeral_storage_local_ssd_config": (
                     {"local_ssd_count": ssds} if ssds else None),
                 "reservation_affinity": reservation_affinity(plan),
+                "kubelet_config": spot_kubelet_config(plan, pool),
                 "labels": _settable(pool.labels),
                 "taints": [{"key": t["key"], "value": t["value"],
                             "effect": GKE_EFFECT[t["effect"]]} for t in pool.taints]},
@@ -320,19 +321,12 @@ def _kubeconfig(endpoint: str, ca: str, name: str) -> str:
             "command": "gke-gcloud-auth-plugin", "provideClusterInfo": True}}}]})
 
 
-# Filestore ZONAL capacity (cloud.google.com/filestore/docs/service-tiers, "Zonal"): 1 TiB to
-# 9.75 TiB in 256 GiB steps, then 10 TiB to 100 TiB in 2.5 TiB steps (11 TiB is rejected).
-ZONAL_SMALL = (1024, 9984, 256)          # GiB: min, max, step
-ZONAL_LARGE = (10240, 102400, 2560)
-
-
 def filestore_gib(plan: "Plan") -> int:
-    """What to ask Filestore ZONAL for: `storage.size` rounded up to the next size it sells."""
-    gib = c.storage_gib(plan, ZONAL_SMALL[0], ZONAL_SMALL[2])
-    if gib <= ZONAL_SMALL[1]:
-        return gib
-    lo, hi, step = ZONAL_LARGE
-    return min(hi, max(lo, c.storage_gib(plan, lo, step)))
+    """What to ask Filestore ZONAL for: `storage.size` rounded up to the next size it sells
+    (the kind's steps, providers/gcp/facts.py; the plan prices the same)."""
+    from reclaunch.planner.storage_size import billed_gib
+
+    return int(billed_gib(plan.spec.storage.kind, plan.spec.storage.size))
 
 
 def _storage(gcp, pulumi, k8s, plan, vpc, zone, labels, provider, ns):

@@ -11,9 +11,10 @@ import re
 import pytest
 import yaml
 
-from reclaunch.catalog import PURCHASE_KINDS, STALE_AFTER_DAYS, bundled_catalog
-from reclaunch.catalog import build_azure, build_gcp, sources
+from reclaunch.catalog import PURCHASE_KINDS, STALE_AFTER_DAYS, bundled_catalog, sources
 from reclaunch.catalog.build_catalog import DATA, aggregate, build_rows, read_facts
+from reclaunch.providers.azure import catalog_rows as build_azure
+from reclaunch.providers.gcp import catalog_rows as build_gcp
 from tests.needs import need_input
 
 
@@ -120,8 +121,8 @@ KNOWN_UNPRICED: set[tuple[str, str, str]] = set()
 def _gcp_generated() -> list[dict]:
     """The GCP rows build_gcp makes from the extracts: availability, then pricing.yml prices."""
     facts = _facts()
-    avail = build_gcp.availability(source_rows(sources.GCP), facts)
-    prices = build_gcp.read_prices(source_rows([sources.GCP_PRICES]))
+    avail = build_gcp.availability(source_rows(build_gcp.SOURCES), facts)
+    prices = build_gcp.read_prices(source_rows([build_gcp.PRICES]))
     with (DATA / "instances.csv").open(newline="") as fh:
         existing = list(csv.DictReader(fh))
     return build_gcp.price_rows(build_gcp.build_rows(avail, facts, existing), prices, facts)
@@ -172,8 +173,8 @@ def test_generator_reproduces_bundled_rows_from_a_snapshot_extract(tmp_path):
     snap.write_text("\n".join(lines) + "\n")
     facts = _facts()
     with snap.open() as fh:
-        cells = aggregate(csv.DictReader(fh), facts)
-    rows, _ = build_rows(cells, facts, "test-snapshot", dt.date(2026, 11, 9))
+        cells = aggregate(csv.DictReader(fh), facts, "aws")
+    rows, _ = build_rows(cells, facts, "test-snapshot", dt.date(2026, 11, 9), "aws")
     got = {(r["instance_type"], r["region"]): r for r in rows}
     assert set(got) == {("p5.48xlarge", "us-east-1"), ("p5e.48xlarge", "us-east-2")}
     bundled = {o.key: o for o in bundled_catalog().offers}[("aws", "p5.48xlarge", "us-east-1")]
@@ -189,7 +190,7 @@ def test_generator_reproduces_bundled_rows_from_a_snapshot_extract(tmp_path):
 def test_gcp_generator_lists_every_snapshot_region_and_keeps_dated_prices():
     """build_gcp reproduces the bundled GCP rows of covered types from the committed extract."""
     facts = _facts()
-    avail = build_gcp.availability(source_rows(sources.GCP), facts)
+    avail = build_gcp.availability(source_rows(build_gcp.SOURCES), facts)
     # A3 Mega is sold in europe-west4 (zones b and c) per the snapshot and Google's GPU regions page
     assert avail[("a3-megagpu-8g", "europe-west4")] == ["europe-west4-b", "europe-west4-c"]
     bundled = {o.key: o for o in bundled_catalog().offers}
@@ -211,7 +212,7 @@ def test_azure_generator_reproduces_bundled_rows_and_its_date_is_a_receipt():
     """build_azure rebuilds every bundled Azure row it covers from the committed extract; the
     extract's eastus prices are the dated receipts that give the rows their date."""
     facts = _facts()
-    snap = source_rows(sources.AZURE)
+    snap = source_rows(build_azure.SOURCES)
     for (it, region), usd in build_azure.RECEIPTS.items():
         assert [float(r["Price"]) for r in snap if (r["InstanceType"], r["Region"]) == (it, region)] == [usd]
     rows, _ = build_azure.generate(snap, facts)

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from reclaunch.catalog import bundled_catalog, offers, sources
-from reclaunch.catalog import build_azure
+from reclaunch.catalog import bundled_catalog, offers
 from reclaunch.catalog.build_catalog import aggregate, build_rows, read_facts
+from reclaunch.providers.aws import catalog_rows as build_aws
+from reclaunch.providers.azure import catalog_rows as build_azure
+from reclaunch.providers.gcp import catalog_rows as build_gcp
 from reclaunch.catalog.refresh import Fetch, Quote, refresh
 from reclaunch.fabric import get_profile, profile_for
 from reclaunch.planner import compare, make_plan
@@ -66,8 +68,8 @@ def test_every_new_type_has_rows_with_its_fabric_and_size():
 
 def test_aws_rows_are_the_snapshot_extract_aggregated():
     facts = read_facts()
-    cells = aggregate(source_rows(sources.AWS), facts)
-    rows, _ = build_rows(cells, facts, AWS_SNAPSHOT, dt.date(2026, 11, 9))
+    cells = aggregate(source_rows(build_aws.SOURCES), facts, "aws")
+    rows, _ = build_rows(cells, facts, AWS_SNAPSHOT, dt.date(2026, 11, 9), "aws")
     got = {(r["instance_type"], r["region"]): r for r in rows}
     bundled = {(o.instance_type, o.region): o for o in _rows("aws")}
     assert set(got) == set(bundled)
@@ -100,7 +102,7 @@ def test_no_aws_row_gets_a_profile_asking_for_more_efa_devices_than_it_has():
 
 
 def test_azure_rows_match_the_extract_columns():
-    snap = [r for r in source_rows(sources.AZURE) if r["InstanceType"] in NEW["azure"]]
+    snap = [r for r in source_rows(build_azure.SOURCES) if r["InstanceType"] in NEW["azure"]]
     facts = read_facts()
     bundled = {(o.instance_type, o.region): o for o in _rows("azure")}
     assert {(r["InstanceType"], r["Region"]) for r in snap} == set(bundled)
@@ -116,8 +118,8 @@ def test_azure_rows_match_the_extract_columns():
 
 
 def test_gcp_rows_are_priced_from_pricing_yml_or_flagged():
-    prices = {(r["machine_type"], r["region"]): r for r in source_rows([sources.GCP_PRICES])}
-    avail = {(r["InstanceType"], r["Region"]) for r in source_rows(sources.GCP)}
+    prices = {(r["machine_type"], r["region"]): r for r in source_rows([build_gcp.PRICES])}
+    avail = {(r["InstanceType"], r["Region"]) for r in source_rows(build_gcp.SOURCES)}
     facts = read_facts()
     for o in _rows("gcp"):
         assert (o.instance_type, o.region) in avail, o.key      # sold there per the snapshot
@@ -150,7 +152,7 @@ def test_gpu_facts_for_the_new_gpus():
 def test_b200_fabric_profiles_cite_vendor_settings():
     p6 = profile_for("aws", "p6-b200.48xlarge", "auto", bundled_catalog())
     assert p6.name == "efa-p6" and p6.resources == {"vpc.amazonaws.com/efa": 8}
-    assert p6.env["FI_EFA_USE_DEVICE_RDMA"] == "1" and "aws-ofi-nccl" in p6.source
+    assert p6.env["NCCL_NET"] == "AWS Libfabric" and "aws-ofi-nccl" in p6.source
     assert p6.intra_node_busbw_gbs > get_profile("efa-p5").members[0].intra_node_busbw_gbs
     a4 = profile_for("gcp", "a4-highgpu-8g", "auto", bundled_catalog())
     assert a4.name == "gcp-rdma-a4" and a4.env["NCCL_NET"] == "gIB"

@@ -1,4 +1,5 @@
-"""`reclaunch check`: Pulumi CLI, extras, credentials, GPU quota (AWS Service Quotas, stubbed)."""
+"""`reclaunch check`: Pulumi CLI, extras, credentials, GPU quota (AWS Service Quotas, stubbed).
+Each cloud's answers are its own (CloudSpec.credentials / quota); `up` asks the same check."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import sys
 
 import pytest
 
-from reclaunch.providers.check import aws_quota, exit_code, extras, gcp_credentials, quota, run_checks
+from reclaunch.providers.aws.quota import quota as aws_quota
+from reclaunch.providers.check import exit_code, extras, quota, run_checks
+from reclaunch.providers.gcp.provider import credentials as gcp_credentials
 
 
 @pytest.fixture
@@ -73,8 +76,22 @@ def test_missing_extra_names_the_pip_line():
 def test_gcp_credentials_from_environment(tmp_path):
     assert gcp_credentials({"CLOUDSDK_CONFIG": str(tmp_path)}).ok is False
     (tmp_path / "application_default_credentials.json").write_text("{}")
+    assert gcp_credentials({"CLOUDSDK_CONFIG": str(tmp_path)}).ok is None   # no project: cannot tell
     got = gcp_credentials({"CLOUDSDK_CONFIG": str(tmp_path), "GOOGLE_CLOUD_PROJECT": "p"})
     assert got.ok is True
+    missing = gcp_credentials({"GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "nope.json")})
+    assert missing.ok is False and "no such file" in missing.detail
+
+
+def test_azure_needs_an_identity_and_a_subscription(tmp_path):
+    from reclaunch.providers.azure.provider import credentials
+
+    none = credentials({"AZURE_CONFIG_DIR": str(tmp_path)})
+    assert none.ok is False and "az login" in none.fix
+    sp = {"AZURE_CLIENT_ID": "c", "AZURE_TENANT_ID": "t", "AZURE_CONFIG_DIR": str(tmp_path)}
+    assert credentials(sp).ok is False and "AZURE_SUBSCRIPTION_ID" in credentials(sp).detail
+    got = credentials({**sp, "ARM_SUBSCRIPTION_ID": "s"})
+    assert got.ok is None and "subscription s; a service principal" in got.detail
 
 
 def test_what_up_needs_and_the_exit_code(aws_plan, monkeypatch):
@@ -82,7 +99,7 @@ def test_what_up_needs_and_the_exit_code(aws_plan, monkeypatch):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
-    checks = run_checks(aws_plan, which=lambda _: None, aws_client=stubbed_quota(400, "L-7212CCBC"))
+    checks = run_checks(aws_plan, which=lambda _: None, quota_client=stubbed_quota(400, "L-7212CCBC"))
     topics = {c.topic: c for c in checks}
     assert topics["pulumi"].ok is False and topics["pulumi"].needed
     assert any(c.topic == "needs a person" and "L-417A185B" in c.detail for c in checks)
@@ -90,7 +107,7 @@ def test_what_up_needs_and_the_exit_code(aws_plan, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
     checks = run_checks(aws_plan, which=lambda _: "/usr/bin/pulumi",
-                        aws_client=stubbed_quota(400, "L-7212CCBC"))
+                        quota_client=stubbed_quota(400, "L-7212CCBC"))
     assert exit_code(checks) == 0
 
 
@@ -98,6 +115,7 @@ def test_check_cli_local_spec_needs_no_cloud(tmp_path):
     out = subprocess.run([sys.executable, "-m", "reclaunch", "check", "examples/local-deepfm.yaml"],
                          capture_output=True, text=True, timeout=120,
                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-                              "RECLAUNCH_HOME": str(tmp_path / "h")})
+                              "RECLAUNCH_HOME": str(tmp_path / "h"),
+                              "AWS_EC2_METADATA_DISABLED": "true"})
     assert "extra local" in out.stdout and "quota" in out.stdout
     assert "`reclaunch up examples/local-deepfm.yaml`" in out.stdout

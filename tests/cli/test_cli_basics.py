@@ -142,7 +142,7 @@ def test_local_dry_run_command_is_the_supervisors(tmp_path):
     plan = make_plan(load_spec("examples/local-deepfm.yaml"), load_catalog())
     sup = Supervisor.__new__(Supervisor)
     sup.root, sup.name, sup.port = tmp_path, plan.name, 4242
-    from reclaunch.providers.local import entrypoint
+    from reclaunch.providers.local.provider import entrypoint
     sup.launch = {"join_timeout": 300, "last_call_timeout": 10, "min_nodes": plan.min_nodes,
                   "max_nodes": plan.max_nodes, "nproc": plan.gpus_per_node,
                   "max_restarts": plan.spec.job.max_restarts,

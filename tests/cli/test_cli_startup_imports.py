@@ -35,10 +35,11 @@ def test_help_reads_no_registry_and_no_json():
     assert not [m for m in mods if m.endswith(".facts")]
 
 
-def test_validate_imports_no_provider_package_nor_json():
+def test_validate_imports_no_provider_module_nor_json():
     mods = loaded("validate", "examples/aws-deepfm-p4d.yaml")
-    assert "reclaunch.providers.aws.facts" in mods   # the facts files, by path
-    assert not {"reclaunch.providers", "json", *PROVIDER_API} & mods
+    assert "reclaunch.providers.aws.facts" in mods   # the facts files (their packages are empty)
+    assert not {"reclaunch.providers.kubecloud", "json", *PROVIDER_API} & mods
+    assert not [m for m in mods if m.endswith(".provider")]
 
 
 def test_plan_imports_no_provider_api():

@@ -27,7 +27,7 @@ def _cli(capsys, *args) -> tuple[int, str, str]:
 def local_run():
     """A finished local-deepfm run: journal record (as `up` writes it) and two node logs."""
     from reclaunch.planner import make_plan
-    from reclaunch.providers.local import _journal
+    from reclaunch.providers.local.provider import _journal
     from reclaunch.providers.local import proc as lp
     from reclaunch.spec import load_spec
 
@@ -112,7 +112,7 @@ def test_status_and_diagnose_compare_with_the_figure_up_printed(capsys, local_ru
     # Issue 42: `plan` printed this host's calibrated figure (19.2k) while status and diagnose
     # re-planned without the calibration (77.8k) and compared the run with that.
     from reclaunch.planner import make_plan
-    from reclaunch.providers.local import _journal
+    from reclaunch.providers.local.provider import _journal
     from reclaunch.runtime import calibrate as cal
     from reclaunch.runtime.measurements import plan_context
     from reclaunch.spec import load_spec

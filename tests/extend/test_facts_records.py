@@ -21,7 +21,7 @@ def test_records_are_immutable_and_their_defaults_read_only() -> None:
         with pytest.raises(TypeError):
             m["k"] = 1   # type: ignore[index]
     assert bare.preview == PreviewFacts() and bare.preview.outputs("t", "n", {}) == {}
-    assert bare.storage == ("none",) and bare.name_rule == clouds.DNS_1035 and bare.home is None
+    assert bare.storage == (clouds.NO_STORAGE,) and bare.name_rule == clouds.DNS_1035 and bare.home is None
 
 
 def test_keywords_defaults_equality_and_repr() -> None:

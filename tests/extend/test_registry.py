@@ -30,7 +30,8 @@ def test_every_profile_serves_a_cloud_and_every_fabric_has_a_profile():
 
 
 def test_facts_load_without_their_provider_package():
-    """The registry reads facts.py by path: the provider (SDKs, runtime) does not run."""
+    """Reading the registry imports each cloud's facts.py and the empty packages above it;
+    no provider.py (SDKs, runtime) runs."""
     import subprocess
     import sys
 
@@ -42,5 +43,15 @@ def test_facts_load_without_their_provider_package():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, cwd=root)
     loaded = eval(out.stdout)
-    assert loaded == sorted(["reclaunch", "reclaunch.clouds"] +
-                            [f"reclaunch.providers.{c}.facts" for c in clouds.BUILTIN]), loaded
+    assert loaded == sorted(["reclaunch", "reclaunch.clouds", "reclaunch.errors",
+                             "reclaunch.providers"] +
+                            [f"reclaunch.providers.{c}{part}" for c in clouds.BUILTIN
+                             for part in ("", ".facts")]), loaded
+
+
+def test_cloud_packages_show_their_layers():
+    """providers/<cloud>/: facts.py (data), provider.py (behaviour), an empty __init__.py."""
+    for f in clouds.all_facts():
+        assert (f.home / "__init__.py").read_text() == "", f.name
+        assert (f.home / "facts.py").is_file() and (f.home / "provider.py").is_file(), f.name
+        assert f.provider == f"reclaunch.providers.{f.name}.provider"

@@ -81,6 +81,17 @@ def test_healthy_p5_passes():
     assert any(">= 4 nodes" in n for n in v.notes)   # 2-node Tree caveat
 
 
+@pytest.mark.parametrize("instance,derived", [("p5.48xlarge", False), ("p5en.48xlarge", True)])
+def test_a_derived_threshold_says_so(instance, derived):
+    """Launch review 10: p5en's (and ND H100 v5's) floors are derived from other fabrics'
+    measurements; the verdict says so instead of reading like a measured line."""
+    v = judge("p5_efa_healthy.log", "aws", instance)
+    said = [n for n in v.notes if "derived, not measured" in n]
+    assert bool(said) == derived, v.notes
+    nd = judge("azure_ib_low.log", "azure", "Standard_ND96isr_H100_v5")
+    assert any("256.0 GB/s threshold is derived, not measured" in n for n in nd.notes)
+
+
 def test_p5_socket_fallback_names_the_fix():
     v = judge("p5_socket_fallback.log", "aws", "p5.48xlarge")
     assert not v.ok and v.transport == "NET/Socket"
@@ -169,7 +180,7 @@ def test_job_shape_p5():
     assert c["name"] == "pytorch"
     env = {e["name"]: e["value"] for e in c["env"]}
     assert env["NCCL_DEBUG"] == "INFO" and "NCCL_ALGO" not in env
-    assert env["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    assert env["NCCL_NET"] == "AWS Libfabric" and "FI_EFA_USE_DEVICE_RDMA" not in env
     assert "torchrun --no-python" in c["command"][-1] and "-b 8 -e 8G -f 2" in c["command"][-1]
     assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32
     assert c["resources"]["limits"]["nvidia.com/gpu"] == 8

@@ -35,13 +35,14 @@ def test_efa_devices_per_instance(instance, devices, name):
 
 def test_efa_env_follows_vendor():
     p5 = nccl_env(profile_for("aws", "p5.48xlarge"))
-    assert p5["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    # "Do not set for libfabric>=1.18.0 and aws-ofi-nccl>=1.7.0" (aws-ofi-nccl doc/efa-env-var.md)
+    assert "FI_EFA_USE_DEVICE_RDMA" not in p5
     # The plugin sets NCCL_TUNER_PLUGIN to its own library (aws-ofi-nccl src/platform-aws.cpp)
     # and skips that when the variable is already set: never forced.
     assert "NCCL_TUNER_PLUGIN" not in p5
-    assert p5["NCCL_NET"] == "Libfabric" and p5["FI_EFA_USE_HUGE_PAGE"] == "0"
+    assert p5["NCCL_NET"] == "AWS Libfabric" and p5["FI_EFA_USE_HUGE_PAGE"] == "0"
     g5 = nccl_env(profile_for("aws", "g5.48xlarge"))
-    assert g5["NCCL_NET"] == "Libfabric" and g5["FI_EFA_USE_HUGE_PAGE"] == "0"
+    assert g5["NCCL_NET"] == "AWS Libfabric" and g5["FI_EFA_USE_HUGE_PAGE"] == "0"
     for obsolete in ("FI_PROVIDER", "NCCL_PROTO", "RDMAV_FORK_SAFE", "FI_EFA_FORK_SAFE",
                      "NCCL_TOPO_FILE"):
         assert obsolete not in p5
@@ -171,8 +172,66 @@ def test_a3_high_tcpx_sidecar():
     assert any(m["mountPath"] == "/run/tcpx" for m in daemon["volumeMounts"])
     assert any(m["mountPath"] == "/run/tcpx" for m in req.volume_mounts)
     assert req.exit_file and req.exit_file in daemon["command"][-1]
-    assert nccl_env(prof)["NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX"] == "/run/tcpx"
+    env = nccl_env(prof)
+    assert env["NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX"] == "/run/tcpx"
     assert prof.transport == "NET/GPUDirectTCPX"
+    # Google's unprivileged TCPX workload (container-engine-accelerators gpudirect-tcpx/
+    # nccl-test-latest.yaml): the daemon gets the GPUs through the NRI device injector
+    devices = req.annotations["devices.gke.io/container.tcpx-daemon"]
+    assert devices == "".join(f"- path: /dev/nvidia{i}\n" for i in range(8)) + (
+        "- path: /dev/nvidiactl\n- path: /dev/nvidia-uvm\n")
+    assert "privileged" not in daemon["securityContext"]
+    from reclaunch import clouds
+    assert "nri-device-injector" in clouds.fabric("tcpx").addons
+    # its flow bindings (gpudirect-tcpx/nccl-config.yaml) and the plugin's net, pinned
+    assert env["NCCL_GPUDIRECTTCPX_TX_BINDINGS"].startswith("eth1:8-21,112-125;")
+    assert env["NCCL_GPUDIRECTTCPX_RX_BINDINGS"].endswith(";eth4:74-87,178-191")
+    assert env["NCCL_NET"] == "GPUDirectTCPX_v7"
+
+
+def _daemon_script(tmp_path, body: str) -> tuple[list[str], Path]:
+    """The tcpx-daemon's shell with a stand-in daemon (`body`), the exit file in tmp_path and a
+    fast poll."""
+    from reclaunch.fabric import tcpx
+
+    stub = tmp_path / "tcpgpudmarxd"
+    stub.write_text(f"#!/bin/sh\n{body}\n")
+    stub.chmod(0o755)
+    exit_file = tmp_path / "workload_terminated"
+    script = (tcpx.DAEMON_SCRIPT.replace(tcpx.EXIT_FILE, str(exit_file))
+              .replace("sleep 10", "sleep 0.1")
+              .replace("/tcpgpudmarxd/build/app/tcpgpudmarxd", str(stub), 1))
+    return ["bash", "-c", script], exit_file
+
+
+@pytest.mark.timeout(60)
+def test_a_dead_tcpx_daemon_ends_its_sidecar(tmp_path):
+    """The sidecar looped on the exit file alone: a daemon that died left it Running and the
+    job on no GPUDirect receive path, unseen. It now waits on the daemon's PID too."""
+    import subprocess
+
+    cmd, _ = _daemon_script(tmp_path, "exit 3")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1, done
+    assert "tcpgpudmarxd exited (3) while the workload runs" in done.stderr
+
+
+@pytest.mark.timeout(60)
+def test_the_tcpx_sidecar_stops_cleanly_when_the_workload_ends(tmp_path):
+    import subprocess
+    import time
+
+    cmd, exit_file = _daemon_script(tmp_path, "exec sleep 300")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        assert proc.poll() is None       # the daemon runs: so does the sidecar
+        exit_file.touch()
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 def test_a3_ultra_gib():
@@ -292,9 +351,12 @@ def test_pod_requirements_are_fresh_copies():
 
 @pytest.mark.parametrize("prof", [p for p in PROFILES if p.fabric == "efa"], ids=lambda p: p.name)
 def test_every_efa_profile_pins_the_plugin_and_fork_safe_hugepages(prof):
-    """Every EFA row, the G parts included: NCCL_NET=Libfabric so a missing plugin fails instead
+    """Every EFA row, the G parts included: NCCL_NET pinned so a missing plugin fails instead
     of running on sockets, and FI_EFA_USE_HUGE_PAGE=0 because data-loader workers fork
-    (aws-ofi-nccl doc/efa-env-var.md). efa-g6 once carried its own env without either."""
+    (aws-ofi-nccl doc/efa-env-var.md). efa-g6 once carried its own env without either. The pin
+    is "AWS Libfabric": plugins up to 1.11 register only that name (a pin of "Libfabric" stops
+    their NCCL init), newer ones answer to it (nvidia_plugin_name_fixup)."""
     env = nccl_env(prof)
-    assert env["NCCL_NET"] == "Libfabric"
+    assert env["NCCL_NET"] == "AWS Libfabric"
+    assert "FI_EFA_USE_DEVICE_RDMA" not in env
     assert env["FI_EFA_USE_HUGE_PAGE"] == "0"

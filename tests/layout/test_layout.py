@@ -20,8 +20,9 @@ TOPS = ("reclaunch", "stacks")
 # a region sells it); it imports nothing of ours but errors. stacks sits between the planner
 # (whose Plan it builds from) and the manifests (which read its declared StackFacts).
 # facts is below it: the cloud registry (reclaunch/clouds.py) and each cloud's plain-data
-# reclaunch/providers/<cloud>/facts.py, which it loads by path (the provider package itself,
-# SDKs and runtime, stays in the providers layer and never runs for it).
+# reclaunch/providers/<cloud>/facts.py. A cloud package shows its layers: facts.py (here),
+# provider.py (providers) and an empty __init__.py, so importing the facts runs no provider
+# (tests/extend/test_registry.py checks what importing the registry loads).
 LAYERS = ["facts", "catalog", "spec", "fabric", "planner", "stacks", "manifests", "ui", "runtime",
           "providers", "cli"]
 # Leaf utilities every layer may use.
@@ -58,9 +59,7 @@ def imports_of_source(text: str, me: str, mods: dict[str, Path], is_pkg: bool = 
             else:
                 mod = node.module or ""
             names = [mod] + [f"{mod}.{a.name}" for a in node.names]
-        # A facts module (layer "facts") names where the layers above find a cloud's parts
-        # (its provider, its stack): data those layers import, never imported by the facts.
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and not is_facts(me) \
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
                 and node.value.startswith(tuple(f"{t}." for t in TOPS)) and " " not in node.value:
             names = [node.value.partition(":")[0]]
         for name in names:
@@ -72,9 +71,9 @@ def imports_of_source(text: str, me: str, mods: dict[str, Path], is_pkg: bool = 
 
 
 def is_facts(mod: str) -> bool:
+    """The registry and every cloud's facts.py (a cloud package's data part)."""
     parts = mod.split(".")
-    return mod == "reclaunch.clouds" or (
-        len(parts) == 4 and parts[:2] == ["reclaunch", "providers"] and parts[3] == "facts")
+    return mod == "reclaunch.clouds" or (parts[:2] == ["reclaunch", "providers"] and parts[-1] == "facts")
 
 
 def layer(mod: str) -> int | None:

@@ -149,6 +149,9 @@ class FakeKube:
         return [{"name": f"{job_name}-master-0", "rank": 0, "phase": "Running", "restarts": 0},
                 {"name": f"{job_name}-worker-0", "rank": 1, "phase": "Running", "restarts": 1}]
 
+    def items(self, path, query=None, not_found_ok=False):
+        return []   # list calls (nodes, pods): an API server with nothing to list
+
     def nodes(self, label_selector=None):
         return [{"name": "n1", "capacity_type": "spot", "ready": True},
                 {"name": "n2", "capacity_type": "on-demand", "ready": True}]

@@ -47,7 +47,7 @@ def _serve(srv: RecordedServer, lines: list[str], nccl: list[str] = ()) -> None:
 @pytest.fixture
 def provider_on(world, plan):
     """A Kubernetes-cloud provider whose cluster was `up`'d (fake infra) and whose API is `kube`."""
-    from reclaunch.providers.kubecloud import CloudSpec, KubeCloudProvider
+    from reclaunch.providers.kubecloud import Answer, CloudSpec, KubeCloudProvider
     from reclaunch.runtime import lifecycle
 
     rec = lifecycle.record_for(plan, spec_text=AWS_EXAMPLE.read_text(), spec_path=str(AWS_EXAMPLE))
@@ -55,8 +55,9 @@ def provider_on(world, plan):
     lifecycle.up(plan, world.env(), yes=True, record=rec)
 
     def make(kube):
-        spec = CloudSpec(name="aws", program="", sweeper="", prices="", pip_extra="aws",
-                         credentials=lambda: None, errors=[], quota_fix="", capacity_fix="")
+        spec = CloudSpec(name="aws", program="", sweeper="", prices="",
+                         credentials=lambda: Answer(True, "stubbed"), errors=[], quota_fix="",
+                         capacity_fix="")
         return KubeCloudProvider(spec, env_overrides={"infra": world.infra, "kube_for": lambda o: kube,
                                                        "clock": world.clock, "sleep": world.clock.sleep})
     return make

@@ -53,7 +53,7 @@ def test_pulumi_infra_checks_cli_before_touching_state(no_pulumi):
 def test_down_without_cli_stops_too(no_pulumi, plan):
     from reclaunch.runtime.journal import Journal
     from reclaunch.runtime.lifecycle import record_for
-    from reclaunch.providers import aws
+    from reclaunch.providers.aws import provider as aws
     Journal(plan.name).save_record(record_for(plan))
     with pytest.raises(ProviderError, match="Pulumi CLI not found"):
         aws.provider().down(plan.name, yes=True)
@@ -70,9 +70,9 @@ def test_missing_credentials_one_line(cloud, needle, monkeypatch, tmp_path):
                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "GCE_METADATA_HOST", "IDENTITY_ENDPOINT"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    mod = importlib.import_module(f"reclaunch.providers.{cloud}")
-    problem = mod.credentials()
-    assert problem and needle in problem[1]
+    mod = importlib.import_module(f"reclaunch.providers.{cloud}.provider")
+    got = mod.credentials()   # the same check `reclaunch check` prints
+    assert got.ok is False and needle in got.fix
     fake_pulumi = tmp_path / "bin" / "pulumi"
     fake_pulumi.parent.mkdir()
     fake_pulumi.write_text("#!/bin/sh\nexit 0\n")

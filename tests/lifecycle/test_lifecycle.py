@@ -11,7 +11,7 @@ from reclaunch.runtime import lifecycle
 from reclaunch.runtime.lifecycle import Pacing
 from reclaunch.errors import PlanError, ProviderError, UsageError
 from reclaunch.runtime.journal import Journal
-from reclaunch.providers import aws
+from reclaunch.providers.aws import provider as aws
 
 from .conftest import Crash
 
@@ -297,7 +297,7 @@ def test_other_cloud_error_tables(mod, text, kind):
     import importlib
 
     from reclaunch.providers.kubecloud import classify
-    m = importlib.import_module(f"reclaunch.providers.{mod}")
+    m = importlib.import_module(f"reclaunch.providers.{mod}.provider")
     assert classify(m.ERRORS, text) == kind
 
 

@@ -9,7 +9,8 @@ import dataclasses
 import pytest
 
 from reclaunch.errors import ReclaunchError, UsageError
-from reclaunch.providers import aws
+from reclaunch.providers.aws import provider as aws
+from reclaunch.providers.kubecloud import Answer
 from reclaunch.runtime import lifecycle
 from reclaunch.runtime.lifecycle import Pacing
 from reclaunch.runtime.backend import redact
@@ -26,7 +27,7 @@ def prov(world, monkeypatch):
                      sleep=world.clock.sleep, console=world.env().console,
                      is_tty=lambda: False, verify=world.env().verify,
                      pacing=Pacing(verify_attempts=1))
-    monkeypatch.setattr(p, "cloud", dataclasses.replace(p.cloud, credentials=lambda: None))
+    monkeypatch.setattr(p, "cloud", dataclasses.replace(p.cloud, credentials=lambda: Answer(True, "stubbed")))
     monkeypatch.setattr("reclaunch.providers.get", lambda cloud: p)
     return p
 

@@ -9,7 +9,8 @@ import dataclasses
 import pytest
 
 from reclaunch.manifests import job as jobmod
-from reclaunch.providers import aws
+from reclaunch.providers.aws import provider as aws
+from reclaunch.providers.kubecloud import Answer
 from reclaunch.providers.options import UpOptions
 from reclaunch.runtime import lifecycle
 
@@ -36,7 +37,7 @@ def test_provider_up_takes_options_and_renders_once(world, plan, renders, monkey
     p = aws.provider(infra=world.infra, kube_for=lambda o: world.kube, clock=world.clock,
                      sleep=world.clock.sleep, console=world.env().console,
                      is_tty=lambda: False, verify=world.env().verify)
-    monkeypatch.setattr(p, "cloud", dataclasses.replace(p.cloud, credentials=lambda: None))
+    monkeypatch.setattr(p, "cloud", dataclasses.replace(p.cloud, credentials=lambda: Answer(True, "stubbed")))
     started = []
     st = p.up(plan, UpOptions(yes=True, detach=False, on_started=lambda: started.append(1)))
     assert st.state in ("Running", "Succeeded") and started == [1]

@@ -66,6 +66,6 @@ def helpers():
 
 @pytest.fixture
 def provider():
-    from reclaunch.providers.local import LocalProvider
+    from reclaunch.providers.local.provider import LocalProvider
 
     return LocalProvider()

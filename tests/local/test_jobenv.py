@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from reclaunch.manifests.env import job_env
-from reclaunch.providers.local import entrypoint
+from reclaunch.providers.local.provider import entrypoint
 from reclaunch.spec import load_spec
 
 

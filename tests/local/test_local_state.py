@@ -167,7 +167,7 @@ def test_second_up_after_success_says_finished_and_fresh_starts_over(home, provi
 
 
 def test_default_checkpoint_dir_is_never_the_hosts_data(home, helpers):
-    from reclaunch.providers.local import _checkpoint_dir
+    from reclaunch.providers.local.provider import _checkpoint_dir
 
     spec = helpers.make_spec("nodata")
     spec.storage.kind = "none"

@@ -88,7 +88,7 @@ def _serve(body, status: int = 200) -> RecordedServer:
     (b'{"items": {"metadata": 1}}', "not a list"),
 ], ids=["not-utf8", "100k-deep", "60MB", "not-a-list"])
 def test_an_answer_that_is_no_kubernetes_list_is_one_error(body, says):
-    from reclaunch.providers.kubernetes.nodes import read_nodes
+    from reclaunch.runtime.kube_nodes import read_nodes
 
     srv = _serve(body)
     try:
@@ -100,7 +100,7 @@ def test_an_answer_that_is_no_kubernetes_list_is_one_error(body, says):
 
 
 def test_impossible_values_and_copies_are_not_capacity():
-    from reclaunch.providers.kubernetes.nodes import read_nodes
+    from reclaunch.runtime.kube_nodes import read_nodes
 
     nodes = json.loads((FIXTURES / "onprem.json").read_text())["nodes"]["items"]
     gpu = next(n for n in nodes if "nvidia.com/gpu" in (n["status"].get("allocatable") or {}))

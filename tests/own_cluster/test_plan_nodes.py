@@ -17,7 +17,7 @@ def test_eks_p5_group_with_efa_from_the_catalog(standin, spec_file, cli):
     assert "GPU from the catalog row aws p5.48xlarge" in src and "efa: the catalog's fabric" in src
     assert "catalog on-demand aws p5.48xlarge in us-east-1" in src
     assert plan["cost"]["on_demand_usd_per_hour"] == 2 * 55.04     # the catalog row's price
-    assert plan["nccl_env"]["NCCL_NET"] == "Libfabric" and plan["fabric"].startswith("efa")
+    assert plan["nccl_env"]["NCCL_NET"] == "AWS Libfabric" and plan["fabric"].startswith("efa")
     assert [r.path for r in srv.calls("GET")] == ["/api/v1/nodes", "/api/v1/pods"]
 
 
@@ -63,7 +63,7 @@ def test_catalog_p5_without_efa_devices_is_planned_on_ethernet():
     from fractions import Fraction
 
     from reclaunch.catalog import load_catalog
-    from reclaunch.providers.kubernetes.nodes import Node
+    from reclaunch.runtime.kube_nodes import Node
     from reclaunch.providers.kubernetes.offers import group_offer
 
     labels = {"node.kubernetes.io/instance-type": "p5.48xlarge",
@@ -93,7 +93,7 @@ def test_unknown_hardware_with_rdma_is_named_and_planned_on_ethernet():
     from fractions import Fraction
 
     from reclaunch.catalog import load_catalog
-    from reclaunch.providers.kubernetes.nodes import Node
+    from reclaunch.runtime.kube_nodes import Node
     from reclaunch.providers.kubernetes.offers import group_offer
 
     labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.memory": "81559"}

@@ -17,6 +17,7 @@ NEVER_ON_PLAN = (
     "reclaunch.manifests", "reclaunch.runtime.infra", "reclaunch.runtime.lifecycle",
     "reclaunch.runtime.preview", "reclaunch.runtime.kube", "reclaunch.catalog.refresh",
     "reclaunch.catalog.build_catalog", "reclaunch.providers.kubecloud", "stacks.versions",
+    "reclaunch.providers.aws.catalog_rows",
     "importlib.readers",       # data files are read as plain files (importlib.resources: zip only)
     "rich._emoji_codes",       # consoles run with emoji=False
 )

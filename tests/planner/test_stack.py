@@ -30,11 +30,13 @@ def test_a_silent_spec_names_its_assumption_and_the_alternative():
     assert st["name"] == "torchrec" and not st["stated"] and "job.stack not set" in st["how"]
     alt = st["alternative"]
     assert alt["name"] == "hugectr" and alt["samples_per_s"] > p.throughput_samples_per_second
-    # the range stretches to the other stack's figure, and says so
-    assert p.throughput_range[1] >= alt["samples_per_s"]
-    assert any("training stack" in c for c in p.range_covers)
+    # the other stack is a separate, labelled scenario: the range is the assumed stack's only
+    # (planner review 2026-12-03: the union spanned 24x and passed budgets on HugeCTR's figure)
+    assert p.throughput_range[1] < alt["samples_per_s"]
+    assert "the torchrec stack only (assumed)" in p.range_covers
+    assert "not what examples/trainer runs" in alt["note"]
     text = render_plan(p, width=200)
-    assert "stack" in text and "assumed" in text and "job.stack: hugectr would give" in text
+    assert "stack" in text and "assumed" in text and "separate scenario, not in the range" in text
 
 
 def test_a_stated_stack_is_planned_as_stated_with_no_alternative():
@@ -43,7 +45,7 @@ def test_a_stated_stack_is_planned_as_stated_with_no_alternative():
     assert st["stated"] and st["how"] == "job.stack" and "alternative" not in st
     assert (p.spec.job.execution, p.spec.job.embedding_overlap, p.spec.job.gradient_dtype) == \
         ("cuda_graph", "full", "fp16")
-    assert not any("training stack" in c for c in p.range_covers)
+    assert "the hugectr stack only" in p.range_covers
     silent = make_plan(_dcn(), CAT)
     assert p.throughput_samples_per_second == pytest.approx(
         silent.to_json()["stack"]["alternative"]["samples_per_s"], rel=1e-6)
@@ -83,8 +85,12 @@ def test_fused_stacks_launch_per_group_per_feature_stacks_per_table():
         a = host_work(make_spec(model={"tables": few}, job={"stack": stack}), "cuda", 4)
         b = host_work(make_spec(model={"tables": many}, job={"stack": stack}), "cuda", 4)
         if STACKS[stack].embedding_kernels == "fused":
-            assert a == b and a.per_group_s == pytest.approx(
+            assert a.per_group_s == b.per_group_s == pytest.approx(
                 c["kernels"]["per_embedding_group"] * c["kernel_launch_seconds"]["eager"])
+            # no launch per table; TorchRec's Python per feature (KeyedTensor split, per-key
+            # lengths) is host work that grows with the features (planner review defect 1)
+            assert b.base_s - a.base_s == pytest.approx(
+                60 * c["host_ops_per_feature"] * c["kernel_launch_seconds"]["eager"])
         else:
             assert b.base_s - a.base_s == pytest.approx(
                 60 * c["kernels"]["per_table"] * c["kernel_launch_seconds"]["eager"])
@@ -105,3 +111,14 @@ def test_small_steps_are_host_bound_large_ones_are_not():
     big = make_plan(make_spec(job={"batch_size": 1 << 20}), CAT)
     assert small.step.total_seconds == pytest.approx(small.step.host_seconds)
     assert big.step.total_seconds > big.step.host_seconds
+
+
+def test_known_biases_are_said_not_fitted():
+    # planner review 2026-12-03, defects 6 and 7: warnings, no constant fitted to those rows
+    per_feature = make_plan(_dcn(stack="per-feature"), CAT)
+    assert any("feature columns" in w and "3-12x" in w for w in per_feature.warnings)
+    h200 = make_plan(make_spec(**{**DCN, "instance_type": "p5en.48xlarge",
+                                  "job": {**DCN["job"], "stack": "hugectr"}}), CAT)
+    assert any(w.startswith("hugectr on one H200/B200 node") for w in h200.warnings)
+    h100 = make_plan(_dcn(stack="hugectr"), CAT)
+    assert not any("H200/B200" in w or "feature columns" in w for w in h100.warnings)

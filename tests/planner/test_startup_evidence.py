@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from planner_helpers import make_spec
+from reclaunch import clouds
 from reclaunch.catalog import bundled_catalog
 from reclaunch.planner import make_plan
 from reclaunch.planner import measured as meas
@@ -36,7 +37,7 @@ def test_aws_timeline_steps_billing_and_json_contract():
     names = [s.name for s in st.steps]
     assert names[0] == "EKS control plane" and not st.steps[0].billed       # no GPU exists yet
     assert all(s.billed for s in st.steps[1:])                              # GPU nodes bill from boot
-    boot = data["targets"]["aws"]["steps"][1]
+    boot = stmod.target_steps("aws")["steps"][1]
     assert st.steps[1].seconds == boot["seconds"] + boot["per_node"] * 1    # 2 nodes
     pull = next(s for s in st.steps if s.name.startswith("image pull"))
     assert pull.seconds == pytest.approx(10e9 / (data["image"]["pull_mb_per_s"] * 1e6))
@@ -60,17 +61,16 @@ def test_image_size_and_file_system_and_preflight_move_the_timeline():
     t = stmod.timeline(az)
     fs = next(s for s in t.steps if s.name.startswith("file system"))
     before = sum(s.seconds for s in t.steps[:t.steps.index(fs)])
-    assert fs.seconds == pytest.approx(stmod.startup_data()["storage"]["azure-lustre"]["seconds"] - before)
+    assert fs.seconds == pytest.approx(clouds.storage_kind("azure-lustre").created_in[0] - before)
     assert fs.billed
     with_pf = stmod.timeline(base, preflight=True)
     assert with_pf.steps[-1].name == "NCCL preflight" and with_pf.seconds > t_small.seconds
 
 
 def test_targets_are_looked_up_by_key_not_by_name(monkeypatch):
-    data = {**stmod.startup_data(), "targets": {**stmod.startup_data()["targets"],
-            "toycloud": {"steps": [{"name": "toy control plane", "seconds": 7, "billed": False,
-                                    "source": "test"}]}}}
-    monkeypatch.setattr(stmod, "startup_data", lambda: data)
+    toy = {"steps": [{"name": "toy control plane", "seconds": 7, "billed": False, "source": "test"}]}
+    real = stmod.target_steps
+    monkeypatch.setattr(stmod, "target_steps", lambda t: toy if t == "toycloud" else real(t))
     t = stmod.timeline(make_spec(), "toycloud")
     assert t.steps[0].name == "toy control plane" and t.steps[0].seconds == 7
     assert stmod.timeline(make_spec(), "nowhere").notes

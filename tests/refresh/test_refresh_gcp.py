@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 
 from reclaunch.catalog import bundled_catalog, offers
-from reclaunch.catalog.build_gcp import is_availability_only
+from reclaunch.providers.gcp.catalog_rows import is_availability_only
 from reclaunch.catalog.refresh import refresh
 from reclaunch.errors import ProviderError
 from reclaunch.providers.gcp import pricing as gcp
@@ -33,7 +33,7 @@ def fetcher(recorded, **kw):
 
 def rows():
     # The recording holds the SKUs of the rows the catalog priced by hand (EXPECTED) and no G2
-    # SKU; the catalog's other GCP rows (pricing.yml-priced or availability-only, build_gcp) are
+    # SKU; the catalog's other GCP rows (pricing.yml-priced or availability-only, providers/gcp/catalog_rows.py) are
     # in regions and families this recording cannot answer.
     keep = set(EXPECTED) | {("g2-standard-96", "us-central1")}
     got = [o for o in offers(bundled_catalog(), cloud="gcp") if (o.instance_type, o.region) in keep]

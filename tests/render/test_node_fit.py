@@ -75,18 +75,38 @@ def with_hugepages(monkeypatch):
 @pytest.mark.parametrize("nodes", [1, 2])
 @pytest.mark.parametrize("instance", ["p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge"])
 def test_pods_and_pools_take_hugepages_from_one_fact(monkeypatch, instance, nodes):
-    """The render dropped hugepages for a 1-node job while the stack still pre-allocated them
-    (issue 37): the pool's pages and the pod's request now come from one answer
-    (stacks.fabric_facts.fabric_profile), and the pod fits either way."""
+    """The pool's pages are one figure (NodePool.hugepages) that the pod sizes, the fit check,
+    the autoscaler template and the user data read: the pages the EFA node image reserves at
+    boot (110 x vCPUs + 1 of 2 MiB), on every EFA node whatever the job; a pod that asks for
+    pages (a multi-node job under a profile that requests them) gets them from that pool."""
     with_hugepages(monkeypatch)
-    region = catalog().instance("aws", instance).region
-    plan = combo_plan("aws", instance, region, 8, False, nodes=nodes)
+    offer = catalog().instance("aws", instance)
+    plan = combo_plan("aws", instance, offer.region, 8, False, nodes=nodes)
     res = training_container(plan)["resources"]
     pod = {k: v for k, v in res["limits"].items() if k.startswith("hugepages-")}
     pools = [p for p in node_pools(plan) if p.role == "gpu"]
-    assert pools and all(p.hugepages == pod for p in pools)
-    assert bool(pod) == (nodes > 1)
+    boot = f"{(110 * offer.vcpus + 1) * 2}Mi"
+    assert pools and all(p.hugepages == {"hugepages-2Mi": boot} for p in pools)
+    assert pod == ({"hugepages-2Mi": "5120Mi"} if nodes > 1 else {})
     assert [r["reasons"] for r in for_plan(plan, catalog()) if not r["fits"]] == []
+
+
+@pytest.mark.parametrize("instance,published_gib", [("p4de.24xlarge", 1092.9154),
+                                                    ("p5.48xlarge", 1957.2935)])
+def test_the_pod_limit_stays_within_the_published_node(instance, published_gib):
+    """Issue 37 review: the memory limit was the model (1963Gi on a p5), above the allocatable
+    memory published EKS p5 nodes report (1957.3 GiB; p4de 1092.9 GiB: the EFA boot-time huge
+    pages come off it). Limit and request both stay within it, less the DaemonSets."""
+    from reclaunch.manifests.nodes import daemonset_requests
+    from reclaunch.manifests.stackfacts import addon_facts
+
+    offer = catalog().instance("aws", instance)
+    plan = combo_plan("aws", instance, offer.region, 8, False, nodes=2)
+    res = training_container(plan)["resources"]
+    pool = next(p for p in node_pools(plan) if p.role == "gpu")
+    daemons = daemonset_requests(addon_facts(plan), pool).get("memory", 0)
+    assert quantity(res["limits"]["memory"]) <= published_gib * GIB - daemons
+    assert quantity(res["requests"]["memory"]) < quantity(res["limits"]["memory"])
 
 
 def test_a_pod_above_the_modelled_node_is_named_with_its_numbers(monkeypatch):

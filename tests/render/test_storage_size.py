@@ -8,7 +8,6 @@ from types import SimpleNamespace
 import pytest
 
 from reclaunch.planner.storage_size import billed_gib, rounding_note
-from stacks import common as c
 from stacks.azure.storage import amlfs_capacity_tib
 
 GIB = 2**30
@@ -27,9 +26,16 @@ def test_fsx_lustre_sells_1_2_tib_then_2_4_tib_steps(gib: float, want: int) -> N
     assert billed_gib("fsx-lustre", int(gib * GIB)) == want
 
 
-@pytest.mark.parametrize("gib", [1, 1024, 1025, 5000, 102400])
-def test_filestore_matches_the_gcp_stack(gib: float) -> None:
-    assert billed_gib("filestore", int(gib * GIB)) == c.storage_gib(fake_plan(gib), 1024, 256, maximum=102400)
+@pytest.mark.parametrize("gib, want", [(1, 1024), (1024, 1024), (1025, 1280), (5000, 5120),
+                                       (9984, 9984), (11 * 1024, 12800), (102400, 102400)])
+def test_filestore_is_priced_as_the_gcp_stack_creates_it(gib: float, want: int) -> None:
+    # Past 9.75 TiB Filestore ZONAL sells 2.5 TiB steps: 11 TiB is created (and billed) as
+    # 12.5 TiB, which the plan priced as 11 TiB while the steps lived in two tables (issue 40).
+    from stacks.gcp.program import filestore_gib
+
+    plan = fake_plan(gib)
+    plan.spec.storage.kind = "filestore"
+    assert billed_gib("filestore", int(gib * GIB)) == filestore_gib(plan) == want
 
 
 @pytest.mark.parametrize("gib", [1, 8192, 9000, 100_000])
@@ -39,7 +45,7 @@ def test_azure_lustre_matches_the_azure_stack(gib: float) -> None:
 
 
 def test_azure_files_minimum_and_efs_by_use() -> None:
-    assert billed_gib("azure-files", 10 * GIB) == c.storage_gib(fake_plan(10), 100) == 100
+    assert billed_gib("azure-files", 10 * GIB) == 100    # premium shares start at 100 GiB
     assert billed_gib("efs", 50 * GIB) == 50        # elastic: billed for what is stored
     assert billed_gib("hostpath", 50 * GIB) == 0 and billed_gib("none", None) == 0
 

@@ -36,6 +36,10 @@ def spec_with(job_env=None, mount=None, text=AWS):
     ({"RECLAUNCH_SHARDING": "{}"}, "RECLAUNCH_SHARDING is set"),
     ({"T": {"secret": "hf"}}, "job.env.T.key: required field is missing"),
     ({"T": {"secret": "Not_A_Name", "key": "k"}}, "job.env.T.secret"),
+    ({"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE"}, "job.env.AWS_ACCESS_KEY_ID: holds an AWS access key ID"),
+    ({"GH": "ghp_" + "a1" * 18}, "job.env.GH: holds a GitHub token"),
+    ({"X": "hf_" + "Ab" * 17}, "job.env.X: holds a Hugging Face token"),
+    ({"K": "-----BEGIN RSA PRIVATE KEY-----\nMII"}, "job.env.K: holds a PEM private key"),
 ])
 def test_bad_job_env_is_one_line_at_validate(env, needle):
     with pytest.raises(SpecError) as e:
@@ -63,6 +67,14 @@ def _render(env):
     job = next(o for o in render(plan) if o.get("kind") == "PyTorchJob")
     specs = job["spec"]["pytorchReplicaSpecs"]
     return plan, [e for r in specs.values() for e in r["template"]["spec"]["containers"][0]["env"]]
+
+
+def test_a_credential_refused_in_job_env_is_never_repeated_and_names_do_not_decide():
+    with pytest.raises(SpecError) as e:
+        parse_spec(spec_with({"AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE"}), "c.yaml")
+    assert "AKIAIOSFODNN7EXAMPLE" not in " ".join(e.value.problems)
+    # a secret-looking name with a value of no credential format validates (redacted when shown)
+    parse_spec(spec_with({"TOKENIZER_PATH": "/data/tok", "API_KEY": "s3cr3t"}), "c.yaml")
 
 
 def test_a_secret_reference_renders_as_secret_key_ref_and_never_as_a_value():

@@ -127,7 +127,7 @@ def test_false_opts_out_without_asking(monkeypatch):
 
 def test_up_prints_azures_answer_and_hands_it_to_the_program(monkeypatch):
     from reclaunch.providers.azure import host_encryption as he
-    from reclaunch.providers.azure import provider
+    from reclaunch.providers.azure.provider import provider
 
     answer = Probe(frozenset({"Standard_D4s_v5"}), True)
     monkeypatch.setattr(he, "probe", lambda plan, **k: answer)

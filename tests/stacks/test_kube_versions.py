@@ -138,7 +138,7 @@ def _recorded_eks(plan):
 def test_up_hands_the_cloud_answer_to_the_program_as_stack_config():
     import dataclasses
 
-    from reclaunch.providers.aws import CLOUD
+    from reclaunch.providers.aws.provider import CLOUD
     from reclaunch.providers.kubecloud import KubeCloudProvider
 
     plan = make_plan("aws")
@@ -170,7 +170,7 @@ def test_an_addon_holding_the_minor_back_is_said_with_its_end_of_support(caplog)
 
     azure = make_plan("azure")
     (line,) = [ln for ln in manual_prerequisites(azure) if ln.startswith("Kubernetes ")]
-    end = next(r["end"] for r in versions.table()["clouds"]["azure"]["minors"] if r["minor"] == "1.35")
+    end = next(r["end"] for r in versions.table("azure")["minors"] if r["minor"] == "1.35")
     assert line.startswith("Kubernetes 1.35, not 1.37") and "network-operator 26.1.1 supports " \
         f"at most 1.35" in line and f"ends {end}" in line
     for cloud in ("aws", "gcp"):       # nothing holds them back in the table

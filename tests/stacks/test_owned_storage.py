@@ -91,7 +91,7 @@ def test_up_refuses_a_bucket_it_would_take_over_before_anything_exists(s3):  # n
     """`up` of storage.kind: bucket naming a bucket the user already has, in us-east-1 where S3
     would answer the create with 200: exit 2 before the engine runs; the objects stay."""
     from reclaunch.errors import UsageError
-    from reclaunch.providers import aws
+    from reclaunch.providers.aws import provider as aws
     from reclaunch.runtime.infra import Infra
 
     class NoEngine(Infra):

@@ -115,7 +115,7 @@ def test_gcp_bucket_and_workload_identity(previews):
 
 
 def test_azure_account_container_and_federated_identity(previews):
-    from stacks.bucket_policy import BLOB_DATA_ROLES
+    from stacks.azure.policy import BLOB_DATA_ROLES
     from stacks.policy import check
 
     plan, res = previews("azure")

@@ -135,13 +135,13 @@ def test_render_preview_text(previews):
 def test_eks_autoscaler_waits_for_a_node_as_long_as_the_plan_says(previews):
     """--max-node-provision-time is set on purpose (the CA default is 15 min), from the plan's
     own figure, and leaves the modelled GPU node boot-to-Ready + driver time 2x over."""
-    from reclaunch.planner.startup import provision_timeout, startup_data
+    from reclaunch.planner.startup import provision_timeout, target_steps
 
     plan, res = previews("aws")
     ca = next(r for r in _of_type(res, "kubernetes:helm.sh/v3:Release")
               if r["inputs"]["chart"] == "cluster-autoscaler")["inputs"]["values"]
     seconds, _ = provision_timeout("aws")
     assert ca["extraArgs"]["max-node-provision-time"] == f"{seconds / 60:g}m" != "15m"
-    node = sum(s["seconds"] for s in startup_data()["targets"]["aws"]["steps"] if s["billed"])
+    node = sum(s["seconds"] for s in target_steps("aws")["steps"] if s["billed"])
     assert seconds >= 2 * node
     assert any("max-node-provision-time" in n for n in plan.startup.notes)   # a spot plan

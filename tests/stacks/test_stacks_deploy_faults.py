@@ -28,7 +28,7 @@ class FakeASG:
 
 def test_failed_scaling_activities_become_a_capacity_error():
     from reclaunch.runtime.infra import InfraError, with_diagnosis
-    from reclaunch.providers.aws import ERRORS, scaling_failures
+    from reclaunch.providers.aws.provider import ERRORS, scaling_failures
     from reclaunch.providers.kubecloud import CAPACITY, classify
 
     plan = make_plan("aws")
@@ -55,7 +55,10 @@ def test_groups_wait_for_capacity_and_template_tags_describe_the_nodes(previews)
     tags = {t["key"]: t["value"] for t in od["tags"]}
     tpl = "k8s.io/cluster-autoscaler/node-template/"
     assert tags[tpl + "resources/vpc.amazonaws.com/efa"] == "32"
-    assert not any(k.startswith(tpl + "resources/hugepages-") for k in tags)   # none reserved
+    # the pages the EFA node image reserves at boot: 110 x 192 vCPUs + 1 of 2 MiB (a p5's
+    # published describe-node shows 42242Mi), and the memory left beside them
+    assert tags[tpl + "resources/hugepages-2Mi"] == "42242Mi"
+    assert int(tags[tpl + "resources/memory"].removesuffix("Mi")) < 2004265   # the p5's real one
     assert tags[tpl + "resources/nvidia.com/gpu"] == "8"
     assert tags[tpl + "label/vpc.amazonaws.com/efa.present"] == "true"
     assert tags[tpl + "label/nvidia.com/gpu.present"] == "true"
@@ -69,7 +72,9 @@ def test_gpu_nodes_register_the_labels_the_plugins_need(previews):
               if r["name"].endswith("gpu-spot-lt"))
     ud = base64.b64decode(lt["userData"]).decode()
     assert "vpc.amazonaws.com/efa.present=true" in ud and "nvidia.com/gpu.present=true" in ud
-    assert "nr_hugepages" not in ud        # FI_EFA_USE_HUGE_PAGE=0: no pool to reserve
+    # the EFA installer's boot-time pages, set by the stack too (110 x 96 vCPUs + 1): the node
+    # holds what the model subtracts whether or not its image's efa-config reserves them
+    assert "vm.nr_hugepages = 10561" in ud
     assert "node.kubernetes.io/instance-type=" not in ud  # the kubelet sets that one itself
     assert "kmsKeyId" not in lt["blockDeviceMappings"][0]["ebs"]   # aws/ebs: the ASG may use it
 
@@ -152,7 +157,7 @@ def test_kubeconfig_logs_in_without_a_prompt():
 def test_principal_type_from_the_cli():
     from types import SimpleNamespace
 
-    from reclaunch.providers.azure import principal_type
+    from reclaunch.providers.azure.provider import principal_type
 
     assert principal_type(lambda *a, **k: SimpleNamespace(stdout="servicePrincipal\n")) == \
         "ServicePrincipal"

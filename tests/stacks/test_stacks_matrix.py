@@ -13,8 +13,7 @@ import yaml
 
 from reclaunch import clouds
 from reclaunch.errors import SpecError
-from reclaunch.spec.buckets import OBJECT_STORES
-from reclaunch.spec.facts import MOUNTED_STORAGE, SIZED_STORAGE
+from reclaunch.spec.buckets import reachable
 from stacks.policy import check
 
 from .conftest import EXAMPLES, make_plan
@@ -30,7 +29,7 @@ def _example(cloud: str) -> str:
 
 
 def _scheme(cloud: str) -> str:
-    return next(s for s, f in OBJECT_STORES.items() if cloud in f.clouds)
+    return next(iter(reachable(cloud)))   # the first object store the cloud's facts name
 
 
 # A container the user already has must name its storage account (the stack makes none), and
@@ -46,26 +45,27 @@ def _url(scheme: str, created: bool) -> str:
         scheme, f"{scheme}://acme-ckpt/run-1")
 
 
-STACK_CLOUDS = [c for c in clouds.kube_names() if clouds.get(c).stack]
-COMBOS = [(cloud, kind, bucket, spot) for cloud in STACK_CLOUDS
+STACK_CLOUDS = list(clouds.kube_names())   # each has a stack (stacks.facts refuses one without)
+COMBOS = [(cloud, kind.name, bucket, spot) for cloud in STACK_CLOUDS
           for kind in clouds.get(cloud).storage for bucket in (False, True)
           for spot in (False, True)]
 
 
 def spec_text(cloud: str, kind: str, bucket: bool, spot: bool) -> str:
     doc = yaml.safe_load((EXAMPLES / _example(cloud)).read_text())
-    doc["storage"] = {"kind": kind, **({"size": SIZE} if kind in SIZED_STORAGE else {}),
+    rec = clouds.storage_kind(kind)
+    doc["storage"] = {"kind": kind, **({"size": SIZE} if rec.sized else {}),
                       **({"existing": EXISTING[kind]} if kind in EXISTING else {}),
-                      **({"mount_path": "/data"} if kind in MOUNTED_STORAGE else {})}
+                      **({"mount_path": "/data"} if rec.mounted else {})}
     doc["spot"] = {"enabled": spot, **({"fallback": "on-demand"} if spot else {})}
     ckpt = _url(_scheme(cloud), created=kind == "bucket") if bucket else "/data/ckpt"
     doc["job"]["checkpoint"] = {"path": ckpt, "every_minutes": 15}
-    if bucket and kind != "bucket" and OBJECT_STORES[_scheme(cloud)].grant_scope:
+    if bucket and kind != "bucket" and reachable(cloud)[_scheme(cloud)].grant_scope:
         if kind in EXISTING:
             doc["security"] = {**doc.get("security", {}), "bucket_grants": "manual"}
         else:
             doc["storage"]["existing"] = ACCOUNT_ID
-    if kind not in MOUNTED_STORAGE:
+    if not rec.mounted:
         doc["job"]["dataset"].pop("path", None)
     return yaml.safe_dump(doc)
 
@@ -212,10 +212,10 @@ def test_api_open_to_world_only_when_the_spec_says_so(matrix):
 
 
 def test_storage_limits_at_validate_match_the_stacks():
-    from reclaunch.spec.rules import STORAGE_MAX_BYTES
+    from reclaunch import clouds
     from stacks.azure.storage import AMLFS_SKU, AMLFS_SKUS
 
-    assert STORAGE_MAX_BYTES["azure-lustre"] == AMLFS_SKUS[AMLFS_SKU][1] * 2**40
+    assert clouds.storage_kind("azure-lustre").steps.maximum_gib * 2**30 == AMLFS_SKUS[AMLFS_SKU][1] * 2**40
     from reclaunch.errors import SpecError
     from reclaunch.spec import parse_spec
 

@@ -138,7 +138,7 @@ def test_tcpx_shell_forwards_sigterm_and_touches_the_exit_file(tmp_path):
 def test_one_launcher_rule_for_the_pod_and_local():
     pytest.importorskip("pydantic")
     from reclaunch.manifests.job import _launcher
-    from reclaunch.providers.local import entrypoint
+    from reclaunch.providers.local.provider import entrypoint
 
     assert _launcher(["python", "-u", "/app/train.py"], ["--x"]) == (
         ["torchrun", "--no-python", "python", "-u", "/app/train.py"], ["--x"])

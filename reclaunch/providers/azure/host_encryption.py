@@ -17,7 +17,6 @@ the stack config read the same answer.
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +34,9 @@ _ANSWERS: dict[tuple[str, str], "Probe"] = {}
 
 
 def subscription(run: Any = None) -> str | None:
-    sub = os.environ.get("AZURE_SUBSCRIPTION_ID") or os.environ.get("ARM_SUBSCRIPTION_ID")
+    from reclaunch.providers.azure.account import env_subscription
+
+    sub = env_subscription()
     if sub:
         return sub
     try:   # the subscription `az` (and so the stack) uses

@@ -7,7 +7,6 @@ point the real client at a recorded-response server on 127.0.0.1 (plain http, fa
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any
 
@@ -46,7 +45,9 @@ class AzureSweeper:
         self._catalog = catalog
         self._polling_interval = polling_interval
         mgmt = require("azure.mgmt.compute", "azure")
-        subscription_id = subscription_id or os.environ.get("AZURE_SUBSCRIPTION_ID")
+        from reclaunch.providers.azure.account import env_subscription
+
+        subscription_id = subscription_id or env_subscription()
         if not subscription_id:
             raise ProviderError("no Azure subscription selected",
                                 hint="set AZURE_SUBSCRIPTION_ID (see `az account show`)")

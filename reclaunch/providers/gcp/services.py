@@ -39,16 +39,13 @@ def prerequisites(plan: "Plan", *, session: Any = None, project: str | None = No
                   endpoint: str = ENDPOINT) -> list[str]:
     """The "needs a person" list `up` prints; a required API that is off stops `up` here,
     before anything exists. When Service Usage cannot be asked, the list says so and `up` goes
-    on (the list names the APIs); without credentials nothing is asked (`up --dry-run` shows
-    the same list)."""
+    on (the list names the APIs). Without credentials the provider does not call this
+    (provider.prerequisites: `up --dry-run` shows the list alone)."""
     from stacks.gcp.prerequisites import manual_prerequisites, required_services
 
     lines = manual_prerequisites(plan)
-    from reclaunch.providers.gcp import credentials
     from reclaunch.providers.gcp.auth import session_and_project
 
-    if session is None and credentials() is not None:
-        return lines     # nothing to ask with (`up` stops at its credential check first)
     try:
         session, project = session_and_project(session, project)
         on = enabled(session, project, endpoint)

@@ -15,6 +15,8 @@ from typing import Any
 from reclaunch.errors import ProviderError, require
 
 CRD = "pytorchjobs.kubeflow.org"
+KUBECONFIG_FIX = ("set KUBECONFIG, or `aws eks update-kubeconfig` / `gcloud container clusters "
+                  "get-credentials` / `az aks get-credentials`")
 
 
 def kubeconfig_path() -> str:
@@ -91,9 +93,7 @@ def connect(context: str | None):
     k8s = require("kubernetes", "k8s")
     path = kubeconfig_path()
     if kubeconfig_missing():
-        raise ProviderError(f"no kubeconfig at {path}",
-                            hint="set KUBECONFIG, or `aws eks update-kubeconfig` / "
-                            "`gcloud container clusters get-credentials` / `az aks get-credentials`")
+        raise ProviderError(f"no kubeconfig at {path}", hint=KUBECONFIG_FIX)
     check_kubeconfig(path)
     try:
         client = k8s.config.new_client_from_config(config_file=path, context=context)
@@ -122,15 +122,3 @@ def operator_problem(kube: Any) -> str | None:
 
 OPERATOR_FIX = ("install it: kubectl apply --server-side -k "
                 "\"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.8.1\"")
-
-
-def operator_check(plan, check_type):
-    """`reclaunch check FILE`: is the training operator there (providers/check.py's Check)."""
-    try:
-        problem = operator_problem(connect(plan.region))
-    except ProviderError as exc:
-        return check_type("training operator", False, f"cannot reach {plan.region}: {exc}",
-                          exc.hint, needed=True)
-    return check_type("training operator", problem is None,
-                      problem or f"{CRD} v1 is served in {plan.region}",
-                      OPERATOR_FIX if problem else None, needed=True)

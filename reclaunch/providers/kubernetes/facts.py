@@ -5,13 +5,18 @@ API at plan time. The vendors' fabric profiles apply to its nodes by instance ty
 (fabric._match, kind "own"), so it declares only the generic fabric of its own.
 """
 
-from reclaunch.clouds import ETHERNET, CloudFacts
+from reclaunch.clouds import CEPHFS, ETHERNET, NO_STORAGE, PVC, CloudFacts
+
+# Time to first step (planner/startup.py): a cluster you already have; its nodes run (and
+# bill) anyway.
+STARTUP = {"steps": []}
+
 
 FACTS = CloudFacts(
-    name="kubernetes", kind="own", aliases=("k8s", "kube", "onprem", "on-prem"), provider="reclaunch.providers.kubernetes",
+    name="kubernetes", kind="own", aliases=("k8s", "kube", "onprem", "on-prem"),
     # A PVC the cluster's storage class provides, CephFS the team runs, or nothing; no stack
     # creates a file system on a cluster we did not make.
-    storage=("cephfs", "pvc", "none"),
+    storage=(CEPHFS, PVC, NO_STORAGE),
     fabrics=(ETHERNET,),
     # The node's status.allocatable is read from the API, from which the kubelet already took
     # its reserves (providers/kubernetes/offers.py): nothing more is taken off.
@@ -20,5 +25,6 @@ FACTS = CloudFacts(
     # Already paid for or priced by the team (kubernetes.price); spot is refused on this target
     # (spec/kubernetes.py), so no reclaim rate; a PVC is billed wherever the cluster runs.
     planner={"reclaim_rate_per_node_hour": 0.0, "control_plane_usd_per_hour": 0.0,
-             "pvc_usd_per_gb_month": 0.0},
+             "pvc_usd_per_gb_month": 0.0, "startup": STARTUP},
+    pip_extra="k8s", sdk_modules=("kubernetes",),
 )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from reclaunch.manifests.placement import launch_objects
 from reclaunch.manifests.schedule import fit_reasons, pod_requests, pods_of
-from reclaunch.providers.kubernetes.nodes import GKE_NETWORK_PREFIX, Node
+from reclaunch.runtime.kube_nodes import GKE_NETWORK_PREFIX, Node
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reclaunch import host
+from reclaunch import clouds, host
 from reclaunch.catalog import Catalog, Offer
 from reclaunch.errors import PlanError, SpecError
-from reclaunch.providers.kubernetes.nodes import (GKE_NIC_INFO, GKE_NORTH, GPU_MEMORY_MIB,
+from reclaunch.runtime.kube_nodes import (GKE_NIC_INFO, GKE_NORTH, GPU_MEMORY_MIB,
                                                   GPU_PRODUCT, GROUP_LABELS, INSTANCE_TYPE,
                                                   REGION, Node)
 
@@ -28,8 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.spec.models import Spec
 
 CLOUD = "kubernetes"
-# The vendors whose catalog rows describe instance types a cluster you bring may run.
-VENDOR_CLOUDS = ("aws", "azure", "gcp")
 # Fabrics a catalog row promises and the node signal that proves the device plugin runs.
 _PROOF = {"efa": "efa", "infiniband": "infiniband", "tcpx": "gke-networks",
           "tcpxo": "gke-networks", "rdma": "gke-networks"}
@@ -79,7 +77,9 @@ def _gpu_name(product: str, memory_mib: str | None, known: dict[str, Any]) -> st
 
 
 def _vendor_row(catalog: Catalog, instance_type: str, region: str | None) -> Offer | None:
-    rows = [o for o in catalog.offers if o.instance_type == instance_type and o.cloud in VENDOR_CLOUDS]
+    # The clouds' catalog rows describe the instance types a cluster you bring may run.
+    vendors = clouds.kube_names()
+    rows = [o for o in catalog.offers if o.instance_type == instance_type and o.cloud in vendors]
     here = [o for o in rows if o.region == region]
     return (here or rows or [None])[0]
 

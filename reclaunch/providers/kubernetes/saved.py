@@ -73,7 +73,7 @@ def save(kube: Any, context: str, path: Path, today: dt.date) -> dict[str, Any]:
 
 def load(path: Path) -> tuple[list[Any], dict[str, Any]]:
     """(nodes.Node list, {context, saved_at}) from a saved file; one-line errors."""
-    from reclaunch.providers.kubernetes.nodes import with_requests
+    from reclaunch.runtime.kube_nodes import with_requests
 
     try:
         if path.stat().st_size > MAX_BYTES:

@@ -4,7 +4,10 @@ the same), and the environment every training process gets."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
+
+from reclaunch.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
@@ -12,10 +15,23 @@ if TYPE_CHECKING:  # pragma: no cover
 PORT = "<port>"   # chosen at `up` (a free one on 127.0.0.1)
 
 
+def entrypoint(command: list[str], args: list[str]) -> list[str]:
+    """job.command + args -> torchrun's trailing arguments (the interpreter is this one);
+    the rule is the cluster's (reclaunch.manifests.launcher)."""
+    from reclaunch.manifests.launcher import torchrun_tail
+
+    cmd = [*command, *args]
+    if cmd[0] == sys.executable:
+        cmd = ["python", *cmd[1:]]
+    try:
+        tail = torchrun_tail(cmd, interpreter=sys.executable)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return tail if tail is not None else ["--no-python", *cmd]
+
+
 def agent_command(plan: "Plan", node: int, *, join_timeout: int = 300,
                   last_call_timeout: int = 10) -> list[str]:
-    from reclaunch.providers.local import entrypoint
-
     spec = plan.spec
     conf = ",".join(f"{k}={v}" for k, v in {
         "is_host": 0, "join_timeout": join_timeout, "last_call_timeout": last_call_timeout,

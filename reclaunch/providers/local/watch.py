@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Any
 from reclaunch.providers.local import proc as lp
 
 if TYPE_CHECKING:  # pragma: no cover
-    from reclaunch.providers import JobStatus
-    from reclaunch.providers.local import LocalProvider
+    from reclaunch.providers import JobStatus, Provider
 
 
-def watch(provider: "LocalProvider", name: str, *, console: Any = None,
+def watch(provider: "Provider", name: str, *, console: Any = None,
           timeout: float | None = None, poll: float = 0.5) -> "JobStatus":
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn

@@ -1,5 +1,6 @@
-"""What a cluster you bring has, read through its API: nodes (labels, taints, allocatable) and
-what the pods already on them request. Plain values out, so offers.py and fit.py stay pure.
+"""What a cluster's nodes have, read through its API: labels, taints, allocatable and what the
+pods already on them request. Read for a cluster you bring (providers/kubernetes: offers.py and
+fit.py stay pure on these plain values) and by `up`'s node check on the clusters the stacks make.
 
 Label and resource names are the vendors' own (cited where they are used):
   node.kubernetes.io/instance-type, topology.kubernetes.io/{region,zone}  (kubernetes.io

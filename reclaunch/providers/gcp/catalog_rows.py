@@ -1,16 +1,16 @@
 """Regenerate the bundled catalog's GCP region list from a SkyPilot GCP catalog snapshot. Not on
 any start-up path: run by hand when a newer snapshot is read, then review the diff and commit.
 
-    python -m reclaunch.catalog.build_gcp [--gcp FILE ...] [--prices FILE] [--write]
+    python -m reclaunch.providers.gcp.catalog_rows [--gcp FILE ...] [--prices FILE] [--write]
 
 Input: SkyPilot's `catalogs/v8/gcp/vms.csv` (github.com/skypilot-org/skypilot-catalog), or
-extracts of it. The defaults live in ../shared/reference/catalog-sources/ (sources.py GCP; they
+extracts of it. The defaults live in ../shared/reference/catalog-sources/ (SOURCES below; they
 are another project's files, not package data): skypilot_v8_gcp_006059e0.csv (the 8-GPU A2/A3
 rows, verbatim) and skypilot_v8_gcp_006059e0_sizes.csv (the InstanceType, Region and
 AvailabilityZone columns of the a2-highgpu/a2-ultragpu/a3-highgpu 1g/2g/4g, a4-highgpu-8g and
 g2-standard-* rows) of the copy read at commit 006059e0f18acb1341e22a27751e9f80df6ba92f.
 
-Prices (--prices, default sources.GCP_PRICES): the hour / hour_spot of every catalogued machine
+Prices (--prices, default PRICES below): the hour / hour_spot of every catalogued machine
 type and region in Cyclenerd/google-cloud-pricing-cost-calculator@fd66b26f pricing.yml, whose
 `about.generated` is Thu Jul 30 2026: a whole-machine price built from the Cloud Billing Catalog
 SKUs (vCPU + RAM + GPU + bundled local SSD: its a3-highgpu-8g us-central1 88.49 / 50.61 and
@@ -28,7 +28,7 @@ Its prices are not used, for two reasons:
     is 88.49 / 92.21. Using the column as-is is the per-GPU SKU pitfall in
     shared/reference/prices.md.
   * the file carries no date, and no dated receipt of its numbers exists to date it by (the AWS
-    rows were dated that way; see build_catalog.py).
+    rows were dated that way; see providers/aws/catalog_rows.py).
 So a region this snapshot adds is written without a price ("availability only") unless the
 dated pricing.yml extract prices it, and `reclaunch catalog refresh` (Cloud Billing Catalog:
 host + GPU + bundled SSD SKUs, providers/gcp/pricing.py) prices it live. A row already bundled
@@ -44,6 +44,9 @@ from pathlib import Path
 from reclaunch.catalog import sources
 from reclaunch.catalog.build_catalog import DATA, merge, read_facts, write_instances, as_of_in_future, read_instances
 
+CLOUD = "gcp"
+SOURCES = ("skypilot_v8_gcp_006059e0.csv", "skypilot_v8_gcp_006059e0_sizes.csv")
+PRICES = "cyclenerd_gcp_pricing_fd66b26f.csv"
 SNAPSHOT_NAME = "skypilot-org/skypilot-catalog@006059e0 catalogs/v8/gcp/vms.csv"
 # The snapshot carries no date. Rows it adds carry no price, so this date only says how old the
 # availability list may be: the v8 catalog is known only as "2026" (shared/reference/prices.md
@@ -57,7 +60,7 @@ FACT_COLUMNS = ("cloud", "instance_type", "gpu", "gpu_count", "gpu_memory_gib", 
                 "vcpus", "ram_gib", "local_nvme_gb")
 
 
-def availability(snapshot_rows, facts, cloud: str = "gcp") -> dict[tuple[str, str], list[str]]:
+def availability(snapshot_rows, facts, cloud: str = CLOUD) -> dict[tuple[str, str], list[str]]:
     """(instance type, region) -> sorted zones, for the instance types in the facts table."""
     wanted = {it for (c, it) in facts if c == cloud}
     out: dict[tuple[str, str], set[str]] = {}
@@ -71,7 +74,7 @@ def availability(snapshot_rows, facts, cloud: str = "gcp") -> dict[tuple[str, st
 
 
 def build_rows(avail, facts, existing: list[dict], snapshot: str = SNAPSHOT_NAME,
-               cloud: str = "gcp") -> list[dict]:
+               cloud: str = CLOUD) -> list[dict]:
     """One row per (type, region) the snapshot lists: the bundled row (with zones) where one
     exists, an availability-only row otherwise. Bundled rows of a type the snapshot covers but in a
     region it does not list are kept too: they carry their own dated source."""
@@ -109,7 +112,7 @@ def read_prices(rows) -> dict[tuple[str, str], tuple[float | None, float | None]
     return {(r["machine_type"], r["region"]): (num(r.get("hour")), num(r.get("hour_spot"))) for r in rows}
 
 
-def price_rows(rows: list[dict], prices, facts, cloud: str = "gcp",
+def price_rows(rows: list[dict], prices, facts, cloud: str = CLOUD,
                snapshot: str = SNAPSHOT_NAME) -> list[dict]:
     """Price every row that has no price of its own from the dated pricing.yml extract."""
     out = []
@@ -146,9 +149,9 @@ def is_availability_only(row_source: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gcp", nargs="+", type=Path, default=sources.defaults(sources.GCP),
+    ap.add_argument("--gcp", nargs="+", type=Path, default=sources.defaults(SOURCES),
                     help="SkyPilot catalogs/v8/gcp/vms.csv or extracts of it")
-    ap.add_argument("--prices", type=Path, default=sources.source_path(sources.GCP_PRICES),
+    ap.add_argument("--prices", type=Path, default=sources.source_path(PRICES),
                     help="pricing.yml extract: machine_type,region,hour,hour_spot")
     ap.add_argument("--snapshot", default=SNAPSHOT_NAME, help="repo@commit path, written into new rows' source")
     ap.add_argument("--out", type=Path, default=DATA / "instances.csv")
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     avail = availability(snap, facts)
     existing = read_instances(a.out)
     generated = price_rows(build_rows(avail, facts, existing, a.snapshot), read_prices(price_rows_in), facts)
-    merged = merge(existing, generated, cloud="gcp")
+    merged = merge(existing, generated, CLOUD)
     by_type: dict[str, list[str]] = {}
     for (it, region) in sorted(avail):
         by_type.setdefault(it, []).append(region)
