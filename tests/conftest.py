@@ -29,6 +29,59 @@ def _isolated_home(tmp_path_factory, monkeypatch):
                 "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"):
         monkeypatch.delenv(var, raising=False)
     yield home
+    _stop_watchers_started_under(home)
+
+
+def _watchers_started_under(home: Path) -> list[int]:
+    """Pids of detached watchers (`up --detach`) running with RECLAUNCH_HOME=home. The home is
+    this test's own fresh directory, so only processes this test (or a CLI it ran) started
+    match; another session's watcher or a recycled pid never does. Read from /proc (Linux);
+    elsewhere nothing is found and nothing is signalled."""
+    mine = f"RECLAUNCH_HOME={home}".encode()
+    pids = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+            if b"reclaunch.providers.watcher" not in cmd or mine not in (d / "environ").read_bytes().split(b"\0"):
+                continue
+            pids.append(int(d.name))
+        except (OSError, ValueError):   # gone meanwhile, or another user's
+            continue
+    return pids
+
+
+def _gone(pid: int) -> bool:
+    import os
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:   # our child: reap it
+            return True
+    except ChildProcessError:   # a CLI's child, reparented: gone once /proc says so
+        pass
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _stop_watchers_started_under(home: Path) -> None:
+    """Tests leave no watcher behind: each would poll a stopped stand-in forever."""
+    import os
+    import signal
+    import time
+
+    if not (home / "watch").is_dir():   # every watcher writes its pid and log there first
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = _watchers_started_under(home)
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        for _ in range(50):   # 5 s at most
+            if all(_gone(p) for p in pids):
+                return
+            time.sleep(0.1)
 
 
 @pytest.fixture

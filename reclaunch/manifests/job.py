@@ -168,13 +168,15 @@ def _pod_template(plan: "Plan", volumes: list[dict], mounts: list[dict]) -> dict
         # TCPX's sidecar runs until this file appears; without it the pod never completes. The
         # shell must outlive the launcher to touch it, so it cannot `exec`; as PID 1 it would
         # then swallow the kubelet's SIGTERM (PID 1 has no default handlers): forward it.
-        lines += [f"trap 'touch {shlex.quote(req.exit_file)}' EXIT",
-                  shlex.join([*command, *args]) + " &",
+        # Touched on success only: a failed container is restarted in place (OnFailure) and
+        # needs the sidecar still there, which exits 0 on the file and is never restarted.
+        lines += [shlex.join([*command, *args]) + " &",
                   'child=$!',
                   "trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT",
                   'wait "$child"; rc=$?',
                   # a trapped signal interrupts `wait`; the child (zombie or alive) is still ours
                   'while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done',
+                  f'[ "$rc" -eq 0 ] && touch {shlex.quote(req.exit_file)}',
                   'exit "$rc"']
     elif lines:
         lines.append("exec " + shlex.join([*command, *args]))

@@ -4,6 +4,8 @@ tearing the cluster down per `teardown.when`, after the terminal that started it
     python -m reclaunch.providers.watcher watch NAME [--backend URL]
 
 One per cluster (a pid file under $RECLAUNCH_HOME/watch); its log is beside it, owner-only.
+It ends when the job does, or when its journal (or the whole home) is removed: nothing is left
+to record or watch then (lifecycle.watch_job checks before each poll).
 """
 
 from __future__ import annotations
@@ -72,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     except ReclaunchError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
-    finally:
-        pid_file(a.name).unlink(missing_ok=True)
+    finally:   # the path, never created again: a removed home stays removed
+        from reclaunch.home import root
+        (root() / "watch" / f"{a.name}.pid").unlink(missing_ok=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,8 +10,10 @@ Why a thread, not a signal or a socket patch: SIGALRM works only on the main thr
 interrupts whatever runs there; shutting the socket down needs the SDK's connection, which
 neither botocore nor urllib3 hands out while a response is being read. A thread left waiting
 holds one socket until the server stops or the read timeout fires; at most MAX_STRAYS such
-threads may be waiting at once (then calls fail at once), so a long-lived watcher polling a
-trickling endpoint cannot pile them up. A daemon thread never keeps the process alive.
+threads may be waiting per endpoint (then calls to that endpoint fail at once), so a long-lived
+watcher polling a trickling endpoint cannot pile them up, and one trickling API does not stop
+calls to a healthy one. MAX_STRAYS_ALL bounds them across endpoints (threads and sockets are
+finite). A daemon thread never keeps the process alive.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from typing import Any, Callable, TypeVar
+from urllib.parse import urlsplit
 
 from reclaunch.errors import ProviderError
 
@@ -28,9 +31,9 @@ T = TypeVar("T")
 # the kubernetes client): a hung endpoint costs at most attempts x (connect + read) seconds per
 # call, and a trickling one at most the call deadline, never minutes.
 SDK_CONNECT_S, SDK_READ_S, SDK_ATTEMPTS, SDK_CALL_S = 5.0, 20.0, 3, 60.0
-MAX_STRAYS = 8
+MAX_STRAYS, MAX_STRAYS_ALL = 8, 64
 
-_strays: set[threading.Thread] = set()
+_strays: dict[threading.Thread, str] = {}   # a call still waiting -> its endpoint
 _lock = threading.Lock()
 
 
@@ -61,14 +64,31 @@ def call_deadline() -> float:
     return _pin("RECLAUNCH_SDK_CALL_TIMEOUT", SDK_CALL_S, 0.1, 3600)
 
 
-def within(fn: Callable[[], T], what: str, seconds: float | None = None) -> T:
+def endpoint(url: str) -> str:
+    """host:port of a URL (the scheme's port when none is written): the key `within` counts
+    waiting calls by."""
+    u = urlsplit(url if "//" in url else f"//{url}")
+    try:
+        port = u.port
+    except ValueError:   # not a port: the text as written is key enough
+        return u.netloc.lower()
+    return f"{(u.hostname or '').lower()}:{port or {'http': 80}.get(u.scheme, 443)}"
+
+
+def within(fn: Callable[[], T], what: str, seconds: float | None = None, *,
+           key: str | None = None) -> T:
     """fn() or UnreachableError once `seconds` (default call_deadline()) have passed; fn's own
-    exception is raised here as it was."""
+    exception is raised here as it was. key: the endpoint (`endpoint(url)`, or the client's
+    service and region); calls still waiting are counted per key (default: `what`)."""
     seconds = call_deadline() if seconds is None else seconds
+    key = what if key is None else key
     with _lock:
-        _strays.difference_update([t for t in _strays if not t.is_alive()])
-        if len(_strays) >= MAX_STRAYS:
-            raise UnreachableError(f"{what}: {len(_strays)} earlier calls are still waiting for an "
+        for t in [t for t in _strays if not t.is_alive()]:
+            del _strays[t]
+        here = sum(1 for k in _strays.values() if k == key)
+        if here >= MAX_STRAYS or len(_strays) >= MAX_STRAYS_ALL:
+            n, where = (here, f"to {key} ") if here >= MAX_STRAYS else (len(_strays), "")
+            raise UnreachableError(f"{what}: {n} earlier calls {where}are still waiting for an "
                                    "answer; not sending another", hint="check the endpoint and the network")
     box: dict[str, Any] = {}
 
@@ -83,7 +103,7 @@ def within(fn: Callable[[], T], what: str, seconds: float | None = None) -> T:
     worker.join(seconds)
     if worker.is_alive():
         with _lock:
-            _strays.add(worker)
+            _strays[worker] = key
         raise UnreachableError(f"{what}: no complete answer within {seconds:g} s",
                                hint="check the endpoint and the network; RECLAUNCH_SDK_CALL_TIMEOUT "
                                     "sets the limit")

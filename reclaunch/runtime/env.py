@@ -21,6 +21,7 @@ class Pacing:   # how often `up` and `down` look again (tests shorten these)
     measure_every_polls: int = 10   # read the master's metrics every this many job polls
     verify_attempts: int = 6        # teardown verification sweeps before it reports leftovers
     verify_wait_s: float = 30.0     # between them: ENIs and disks go a little after the rest
+    api_lost_polls: int = 10        # unanswered job polls in a row before "API lost" is said
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any, Iterator, NamedTuple
 
 from reclaunch.errors import ProviderError, require
 from reclaunch import clouds
-from reclaunch.runtime.deadline import call_deadline, sdk_limits, within
+from reclaunch.runtime.deadline import call_deadline, endpoint, sdk_limits, within
 from reclaunch.runtime.states import JOB_STATES, JobState  # noqa: F401  (one table)
 from reclaunch.tags import CAPACITY_LABEL, JOB_NAME_LABEL, PYTORCHJOB_API
 
@@ -131,7 +131,7 @@ class Kube:
                                      _request_timeout=(connect, None if follow else read))
             return resp, None if stream and resp.status < 400 else _read_at_most(resp.response, what)
         try:
-            resp, data = within(send, what)
+            resp, data = within(send, what, key=endpoint(self.api.configuration.host))
         except ProviderError:
             raise
         except k8s.client.ApiException as exc:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from reclaunch.runtime.budget import budget_problem, plan_extra, spend_so_far, usd_per_hour
 from reclaunch.runtime.measurements import measurement_key
-from reclaunch.runtime.policy import decide
+from reclaunch.runtime.policy import IdleClock, decide
 from reclaunch.errors import PlanError, ProviderError, UsageError
 from reclaunch.runtime.env import Env, Pacing  # noqa: F401  (tests and providers build them here)
 from reclaunch.runtime.infra import InfraError
@@ -208,22 +208,36 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
     journal = Journal(rec.name, clock=env.clock)
     journal.write("watch", "start")
     kube = env.kube_for(env.infra.outputs(rec.name))
-    idle_since: float | None = None
-    seen, polls, warned = None, 0, ""
+    idle = IdleClock()
+    seen, polls, warned, unreachable = None, 0, "", 0
     every = env.pacing.measure_every_polls
     from reclaunch.runtime.spot_fallback import SpotWatch, move_to_on_demand
     spot = SpotWatch(rec)    # a spot job its pools' fabrics pin to spot (runtime/spot_fallback.py)
     while True:
+        if not journal.path.exists():   # home or journal removed: nothing left to record or watch
+            gone = f"its journal {journal.path} is gone; stopped watching, nothing destroyed"
+            env.out().print(f"{rec.name}: {gone}", markup=False)
+            return _status_obj(rec.name, rec.cloud, "Unknown", gone)
+        why = "no readable job object"
         try:
             state = job_state(kube.job(rec.namespace, rec.job_name, kind=rec.job_kind))
-        except ProviderError:
-            state = "Unknown"
+        except ProviderError as exc:
+            state, why = "Unknown", str(exc)
         now = env.clock()
-        idle_since = None if state in ("Running", "Restarting") else (idle_since or now)
+        idle_since = idle.since(state, now)   # Unknown: the idle clock neither starts nor runs
         if state != seen:
             journal.write("job", "info", state=state, message=f"job {state}")
             seen = state
         spend = spend_so_far(rec, journal, now)
+        unreachable = unreachable + 1 if state == "Unknown" else 0
+        if unreachable == env.pacing.api_lost_polls:   # once per unreachable spell
+            cap = (f"budget.max_usd ${rec.max_usd:,.2f} still stops it" if rec.max_usd is not None
+                   else "no budget.max_usd is set to stop it")
+            lost = (f"API lost; cluster left up, spend continues (${spend:,.2f} so far): the job's "
+                    f"state was unreadable for {unreachable} polls ({why[:200]}); {cap}; "
+                    f"`reclaunch down {rec.name}` destroys it")
+            journal.write("api", "info", message=lost)
+            env.out().print(f"{rec.name}: {lost}", markup=False)
         action, reason = decide(state, rec, now=now, idle_since=idle_since, spend=spend)
         if action == "wait" and state == "Running" and polls % every == 0:
             from reclaunch.runtime.observe import master_guard
@@ -234,7 +248,8 @@ def watch_job(rec: ClusterRecord, env: Env, *, max_polls: int | None = None) -> 
                 journal.write("budget", "info", message=guard[1])
                 warned = guard[1]
         polls += 1
-        if action == "wait" and spot.armed and spot.due(kube.pods(rec.namespace, rec.job_name), now):
+        if action == "wait" and state != "Unknown" and spot.armed \
+                and spot.due(kube.pods(rec.namespace, rec.job_name), now):
             od = variant(spot.plan, {"spot": False})
             rec, spot.armed = move_to_on_demand(rec, env, kube, journal, od), False
         if action == "wait" and (max_polls is None or polls < max_polls):

@@ -26,7 +26,8 @@ from reclaunch.errors import ProviderError, UsageError
 # The endpoint's limits (connect, read, attempts, a total deadline per call) and the error for
 # one that stopped answering are every network call's (runtime/deadline.py).
 from reclaunch.runtime.deadline import (SDK_ATTEMPTS, SDK_CALL_S, SDK_CONNECT_S,  # noqa: F401
-                                        SDK_READ_S, UnreachableError, sdk_limits, within)
+                                        SDK_READ_S, UnreachableError, endpoint, sdk_limits,
+                                        within)
 from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
 
 HOURS_PER_MONTH = 730  # the clouds' own convention for turning monthly prices into hourly

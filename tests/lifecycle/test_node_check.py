@@ -12,7 +12,8 @@ from rich.console import Console
 
 from reclaunch.errors import ProviderError
 from reclaunch.manifests.launch import build_launch
-from reclaunch.providers import aws, node_check
+from reclaunch.providers import node_check
+from reclaunch.providers.aws import provider as aws
 from reclaunch.runtime import lifecycle
 from reclaunch.runtime.journal import Journal
 from tests.lifecycle.conftest import FakeKube

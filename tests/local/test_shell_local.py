@@ -53,7 +53,7 @@ def test_exec_and_port_forward_on_a_running_local_job(home, provider, helpers, t
             code = provider.exec("shell", [sys.executable, "-c", probe, str(out)], rank=rank)
             assert code == 7                                     # the command's own exit code
             assert out.read_text() == f"{rank} 2 {port} {helpers.REPO}"
-        with pytest.raises(UsageError, match="no process of rank 5"):
+        with pytest.raises(UsageError, match="rank 5 is out of range: the job's ranks are 0..1"):
             provider.exec("shell", ["true"], rank=5)
         # port-forward: the same port is reachable already; another one is relayed
         said = provider.port_forward("shell", port)

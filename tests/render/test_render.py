@@ -225,7 +225,7 @@ def test_tcpx_command_touches_the_exit_file() -> None:
                     ("inter_node: tcpxo", "inter_node: tcpx"))
     job = job_of(render(plan))
     c = container(job, "Master")
-    assert c["command"][:2] == ["/bin/sh", "-c"] and "trap 'touch" in c["command"][2]
+    assert c["command"][:2] == ["/bin/sh", "-c"] and '[ "$rc" -eq 0 ] && touch' in c["command"][2]
     assert "torchrun /app/train.py --model dcnv2" in c["command"][2]
     if CRD_PATH.is_file():
         validate_pytorchjob(job)

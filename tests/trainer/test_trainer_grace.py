@@ -108,7 +108,7 @@ time.sleep(60)
 
 
 @pytest.mark.timeout(60)
-def test_tcpx_shell_forwards_sigterm_and_touches_the_exit_file(tmp_path):
+def test_tcpx_shell_forwards_sigterm_and_keeps_the_sidecar(tmp_path):
     pytest.importorskip("pydantic")
     _, container = rendered_training_container("gcp-dcnv2-a3mega", tcpx=True)
     assert container["command"][:2] == ["/bin/sh", "-c"]
@@ -131,7 +131,26 @@ def test_tcpx_shell_forwards_sigterm_and_touches_the_exit_file(tmp_path):
     proc.send_signal(signal.SIGTERM)                  # the kubelet's SIGTERM to the container's PID 1
     assert proc.wait(timeout=30) == 143
     assert mark.read_text() == "got SIGTERM"
-    assert (tmp_path / "terminated").exists()
+    # a failed container is restarted in place (OnFailure): the sidecar must still be there for
+    # it, so only success touches the file (the pod's deletion stops the sidecar itself)
+    assert not (tmp_path / "terminated").exists()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("rc,touched", [(0, True), (1, False)])
+def test_tcpx_shell_stops_the_sidecar_only_when_the_launcher_succeeds(tmp_path, rc, touched):
+    pytest.importorskip("pydantic")
+    _, container = rendered_training_container("gcp-dcnv2-a3mega", tcpx=True)
+    exit_file = next(e["value"] for e in container["env"] if e["name"] == "RECLAUNCH_EXIT_FILE")
+    script = container["command"][2].replace(exit_file, str(tmp_path / "terminated"))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "torchrun").write_text(f"#!/bin/sh\nexit {rc}\n")
+    (bindir / "torchrun").chmod(0o755)
+    proc = subprocess.run(["/bin/sh", "-c", script], env={"PATH": f"{bindir}:{os.environ['PATH']}"},
+                          timeout=30)
+    assert proc.returncode == rc
+    assert (tmp_path / "terminated").exists() is touched
 
 
 @pytest.mark.timeout(30)

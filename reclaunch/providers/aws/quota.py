@@ -34,7 +34,7 @@ def quota(plan: "Plan", client: Any = None) -> Answer:
                 connect_timeout=5, read_timeout=10, retries={"max_attempts": 1}))
         from reclaunch.runtime.deadline import within   # read_timeout is per read: a total one too
         answer = within(lambda: client.get_service_quota(ServiceCode="ec2", QuotaCode=code),
-                        f"AWS service-quotas in {plan.region}")
+                        f"AWS service-quotas in {plan.region}", key=f"service-quotas.{plan.region}")
         value = float(answer["Quota"]["Value"])
     except Exception as exc:  # noqa: BLE001 - no credentials, no network, access denied: say so
         return Answer(None, f"cannot tell ({type(exc).__name__}: {str(exc)[:120]})",

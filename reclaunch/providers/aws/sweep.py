@@ -14,8 +14,8 @@ from reclaunch.providers.aws.sweep_billing import (EBS_USD_PER_GB_MONTH, EKS_USD
 from reclaunch.providers.aws.sdk import (LIVE_FLEET_STATES, LIVE_INSTANCE_STATES,  # noqa: F401
                                          TRANSIENT_CODES, _not_found, _tags)
 from reclaunch.runtime.sweep import (CLUSTER_TAG, MANAGED_TAG, Orphan, TransientError,  # noqa: F401
-                                     UnreachableError, instance_hourly, is_ours, sdk_limits,
-                                     storage_hourly, within)
+                                     UnreachableError, endpoint, instance_hourly, is_ours,
+                                     sdk_limits, storage_hourly, within)
 
 # Deletion order: things that own or use others go first (sweep_billing.RANK fits between).
 RANK = {
@@ -58,7 +58,8 @@ class AwsSweeper(BillingKinds):
 
         client = self._client(service)
         try:   # botocore's read_timeout is per socket read: the deadline bounds the whole call
-            return within(lambda: getattr(client, op)(**kw), f"AWS {service}.{op} in {self.region}")
+            return within(lambda: getattr(client, op)(**kw), f"AWS {service}.{op} in {self.region}",
+                          key=endpoint(client.meta.endpoint_url))
         except bx.NoCredentialsError:
             raise ProviderError("AWS credentials not found",
                                 hint="run `aws configure`, or set AWS_PROFILE or "

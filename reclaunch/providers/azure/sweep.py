@@ -12,7 +12,8 @@ from typing import Any
 
 from reclaunch.errors import ProviderError, require
 from reclaunch.runtime.sweep import (CLUSTER_TAG, Orphan, TransientError, UnreachableError,
-                                     instance_hourly, is_ours, sdk_limits, storage_hourly, within)
+                                     endpoint, instance_hourly, is_ours, sdk_limits, storage_hourly,
+                                     within)
 
 RANK = {"vm-scale-set": 0, "virtual-machine": 1, "disk": 2}
 
@@ -174,7 +175,8 @@ def _transport():
     class DeadlineTransport(RequestsTransport):
         def send(self, request, **kwargs):
             what = f"Azure {request.method} {str(request.url).split('?')[0][:200]}"
-            return within(lambda: super(DeadlineTransport, self).send(request, **kwargs), what)
+            return within(lambda: super(DeadlineTransport, self).send(request, **kwargs), what,
+                          key=endpoint(str(request.url)))
 
     return DeadlineTransport()
 

@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 from reclaunch.errors import ProviderError, require
 from reclaunch.runtime.sweep import (CLUSTER_TAG, Orphan, TransientError, UnreachableError,
-                                     instance_hourly, is_ours, sdk_limits, storage_hourly, within)
+                                     endpoint, instance_hourly, is_ours, sdk_limits, storage_hourly,
+                                     within)
 
 RANK = {"instance-group-manager": 0, "instance": 1, "instance-template": 2, "disk": 3}
 
@@ -247,7 +248,8 @@ def _bound_session(client: Any) -> None:
 
     def request(method, url, *args, **kw):   # the read timeout is per read: a total deadline too
         kw["timeout"] = (connect, read)
-        return within(lambda: send(method, url, *args, **kw), f"GCP {method} {url.split('?')[0][:200]}")
+        return within(lambda: send(method, url, *args, **kw), f"GCP {method} {url.split('?')[0][:200]}",
+                      key=endpoint(url))
     session.request = request
     session._reclaunch_bounded = True
 

@@ -40,6 +40,14 @@ def rank_processes(name: str, rank: int) -> list[tuple[int, dict[str, str]]]:
                          "exec and port-forward need a running job",
                          hint=f"`reclaunch up FILE` starts it; `reclaunch status {name}`")
     world = len(state.get("nodes") or [])
+    launch = lp.read_json(root / "launch.json") or {}
+    nodes, nproc = launch.get("max_nodes") or launch.get("nodes"), launch.get("nproc")
+    if isinstance(nodes, int) and isinstance(nproc, int) and nodes > 0 and nproc > 0 \
+            and rank >= nodes * nproc:   # no wait makes it appear: say so, not "try again"
+        shown = str(rank) if len(str(rank)) <= 40 else f"{str(rank)[:20]}... ({len(str(rank))} digits)"
+        raise UsageError(f"{name}: rank {shown} is out of range: the job's ranks are "
+                         f"0..{nodes * nproc - 1} (up to {nodes} node(s) x {nproc} process(es))",
+                         hint=f"`reclaunch status {name}` shows the nodes")
     found = []
     for pid in lp.run_pids(name):
         env = _environ(pid)

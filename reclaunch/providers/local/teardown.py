@@ -9,6 +9,7 @@ logs and checkpoints needs --yes, or a yes typed on a terminal: the same rule as
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import sys
@@ -23,21 +24,35 @@ from reclaunch.providers.local import proc as lp
 def confirm(name: str, root: Path, yes: bool, keep_storage: bool) -> bool:
     if yes:
         return True
-    what = "its logs" if keep_storage else "its logs and checkpoints"
+    outside = _outside(root)
+    what = "its logs" if keep_storage or outside else "its logs and checkpoints"
+    kept = f"; keep the checkpoints in {outside}" if outside else ""
     store = _store(root)
     if store and not keep_storage:   # name what goes from the bucket, never just "checkpoints"
         from reclaunch.providers.local import bucket
         what += f", {bucket.describe(store, root)}"
     if not sys.stdin.isatty():
-        raise UsageError(f"down {name}: would stop its processes and delete {what} ({root}); "
+        raise UsageError(f"down {name}: would stop its processes and delete {what} ({root}){kept}; "
                          "refusing without confirmation on a non-interactive terminal",
                          hint="pass --yes")
     from rich.prompt import Confirm
 
     from reclaunch.ui.console import console
     from rich.markup import escape
-    return Confirm.ask(escape(f"Stop {name} and delete {what} ({root})?"), console=console(stderr=True),
-                       default=False)
+    return Confirm.ask(escape(f"Stop {name} and delete {what} ({root}){kept}?"),
+                       console=console(stderr=True), default=False)
+
+
+def _outside(root: Path) -> Path | None:
+    """The checkpoint directory when it is not under `root` (job.checkpoint.path an absolute
+    path of the user's): `down` never deletes it, so it names it. None with a bucket."""
+    if _store(root):
+        return None
+    ckpt = (lp.read_json(root / "launch.json") or {}).get("env", {}).get("CHECKPOINT_DIR")
+    if not isinstance(ckpt, str) or not ckpt:
+        return None
+    path = Path(os.path.normpath(ckpt))
+    return None if path.is_relative_to(root) or not path.exists() else path
 
 
 def _store(root: Path) -> dict | None:
@@ -96,6 +111,8 @@ def down(root: Path, name: str, *, keep_storage: bool = False, grace: float = 15
                             f"{','.join(map(str, left))}`, then rerun `reclaunch down {name}`")
     stopped = "no process left (checked by run marker)" + (
         f", port {state['port']} freed" if state.get("port") else "")
+    outside = _outside(root)
+    kept = f"; kept the checkpoints in {outside} (outside {root}: yours to delete)" if outside else ""
     store = _store(root)
     if store:   # checkpoints in S3 (bucket.py)
         from reclaunch.providers.local import bucket
@@ -111,10 +128,10 @@ def down(root: Path, name: str, *, keep_storage: bool = False, grace: float = 15
         for child in root.iterdir():
             if child.name not in keep:
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
-        print(f"{name}: {stopped}; deleted logs and state, kept {', '.join(sorted(keep))} in {root}")
+        print(f"{name}: {stopped}; deleted logs and state, kept {', '.join(sorted(keep))} in {root}{kept}")
     else:
         shutil.rmtree(root, ignore_errors=True)
-        print(f"{name}: {stopped}; deleted {root} (logs, checkpoints, data)"
+        print(f"{name}: {stopped}; deleted {root} (logs, {'' if outside else 'checkpoints, '}data){kept}"
               + ("" if not root.exists() else f"; {root} is still there"))
     try:  # the CLI finds clusters by their journal (reclaunch.runtime.journal)
         from reclaunch.runtime.journal import Journal
