@@ -47,7 +47,7 @@ class Bounded:
         self._client, self._service, self.meta = client, service, client.meta
 
     def __getattr__(self, op: str) -> Any:
-        from reclaunch.runtime.deadline import within
+        from reclaunch.runtime.deadline import endpoint, within
 
         fn = getattr(self._client, op)
         if not callable(fn):
@@ -55,7 +55,8 @@ class Bounded:
 
         def call(**kw: Any) -> Any:
             where = f" s3://{kw['Bucket']}" if "Bucket" in kw else ""
-            return within(lambda: fn(**kw), f"{self._service} {op}{where}")
+            return within(lambda: fn(**kw), f"{self._service} {op}{where}",
+                          key=endpoint(self.meta.endpoint_url))
         return call
 
 

@@ -17,8 +17,7 @@ from reclaunch.runtime.sweep import (CLUSTER_TAG, MANAGED_TAG, Orphan, Transient
                                      UnreachableError, endpoint, instance_hourly, is_ours,
                                      sdk_limits, storage_hourly, within)
 
-# Deletion order: things that own or use others go first (sweep_billing.RANK fits between).
-RANK = {
+RANK = {   # deletion order: what owns or uses others first (sweep_billing.RANK fits between)
     "eks-nodegroup": 0, "eks-cluster": 1, "autoscaling-group": 2, "spot-fleet-request": 3,
     "ec2-fleet": 3, "instance": 4, "launch-template": 6, "placement-group": 7,
     "network-interface": 8, "volume": 9, "security-group": 10, **BILLING_RANK,
