@@ -166,13 +166,15 @@ class KubeCloudProvider:
         mod, _, fn = self.cloud.prerequisites.partition(":")
         return [*getattr(importlib.import_module(mod), fn)(plan), *person_lines(plan)]
 
-    def _foreign_storage(self, plan: "Plan") -> list[str]:
+    def _foreign_storage(self, plan: "Plan", infra: Any = None) -> list[str]:
         if not self.cloud.foreign_storage:
             return []
         import importlib
 
         mod, _, fn = self.cloud.foreign_storage.partition(":")
-        return getattr(importlib.import_module(mod), fn)(plan)
+        holds = getattr(infra, "holds", None)   # the stack's own state: proof of ownership
+        return getattr(importlib.import_module(mod), fn)(
+            plan, held=(lambda rid: holds(plan.name, rid)) if holds else None)
 
     def _program(self, plan: "Plan") -> Callable[[], None]:
         from reclaunch.providers import stack_program
@@ -200,13 +202,13 @@ class KubeCloudProvider:
         from reclaunch.runtime import lifecycle
         o = options or UpOptions()
         self.check_ready(plan)
-        taken = self._foreign_storage(plan)
+        env = self.env(o.backend)
+        taken = self._foreign_storage(plan, env.infra)
         if taken:
             from reclaunch.errors import UsageError
             raise UsageError(f"refusing to start: {'; '.join(taken)}",
                              hint="name a new bucket, or keep yours and use it as your own "
                                   "(storage.kind: none with the same job.checkpoint.path)")
-        env = self.env(o.backend)
         text = open(o.spec_path).read() if o.spec_path and os.path.exists(o.spec_path) else None
         from reclaunch.runtime.backend import redact   # the journal never holds credentials
         # What the journal record says besides the plan; lifecycle.up builds it from the one

@@ -245,6 +245,16 @@ class PulumiInfra(Infra):
         stack = self._stack(name, create=False)
         return {k: v.value for k, v in stack.outputs().items()}
 
+    def holds(self, name: str, resource_id: str) -> bool:
+        """Whether stack `name`'s state holds a resource with this cloud id (what it created)."""
+        auto = require("pulumi.automation", self.extra)
+        try:
+            stack = self._stack(name, create=False)
+        except auto.StackNotFoundError:
+            return False
+        resources = stack.export_stack().deployment.get("resources") or []
+        return any(r.get("id") == resource_id for r in resources)
+
     def destroy(self, name: str, *, keep_storage: bool = False,
                 on_event: OnEvent | None = None) -> None:
         auto = require("pulumi.automation", self.extra)

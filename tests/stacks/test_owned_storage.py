@@ -38,7 +38,14 @@ def test_an_s3_bucket_the_stack_would_create_must_not_belong_to_anyone_else(s3):
     assert "made by cluster 'someone-else'" in foreign(plan, s3.client)[0]
     s3.client.put_bucket_tagging(Bucket="acme-ckpt", Tagging={"TagSet": [
         {"Key": CLUSTER_TAG, "Value": plan.name}]})
-    assert foreign(plan, s3.client) == []             # ours, from an earlier `up`: a re-run
+    # A teammate's cluster of the same name tagged it: the tag alone proves nothing.
+    (line,) = foreign(plan, s3.client, held=lambda b: False)
+    assert f"s3://acme-ckpt already exists, tagged for a cluster named {plan.name!r}, but this " \
+           "cluster's stack state does not hold it" in line
+    assert foreign(plan, s3.client) != []             # nothing to ask: not proven either
+    held = []
+    assert foreign(plan, s3.client, held=lambda b: held.append(b) or True) == []   # a re-run
+    assert held == ["acme-ckpt"]                      # ours: this stack's state holds it
     assert s3.keys("acme-ckpt") == ["datasets/a.parquet", "models/b.pt"]   # never touched
     assert foreign(bucket_plan("aws", kind="none"), s3.client) == []   # the user's own: no bucket made
 

@@ -36,3 +36,46 @@ def no_sleep():
 
     sleep.calls = calls  # type: ignore[attr-defined]
     return sleep
+
+
+@pytest.fixture
+def fake_placement_groups(monkeypatch):
+    """moto 5.2 does not implement EC2 placement groups; emulate the three calls we use
+    client-side (so it works for in-process moto and the moto server alike)."""
+    from botocore.client import BaseClient
+
+    groups: dict[str, dict] = {}
+    real = BaseClient._make_api_call
+
+    def _match(g, filters):
+        tags = {t["Key"]: t["Value"] for t in g["Tags"]}
+        for f in filters or []:
+            key = f["Name"].removeprefix("tag:")
+            if f["Name"].startswith("tag:") and tags.get(key) not in f["Values"]:
+                return False
+        return True
+
+    def fake(self, operation, params):
+        if operation == "CreatePlacementGroup":
+            tags = [t for s in params.get("TagSpecifications", []) for t in s["Tags"]]
+            groups[params["GroupName"]] = {
+                "GroupName": params["GroupName"], "GroupId": f"pg-{len(groups):08x}",
+                "Strategy": params.get("Strategy"), "State": "available", "Tags": tags}
+            return {}
+        if operation == "DescribePlacementGroups":
+            names = params.get("GroupNames")
+            missing = [n for n in names or [] if n not in groups]
+            if missing:
+                from botocore.exceptions import ClientError
+                raise ClientError({"Error": {"Code": "InvalidPlacementGroup.Unknown",
+                                             "Message": f"{missing[0]} unknown"}}, operation)
+            return {"PlacementGroups": [dict(g) for g in groups.values()
+                                        if (not names or g["GroupName"] in names)
+                                        and _match(g, params.get("Filters"))]}
+        if operation == "DeletePlacementGroup":
+            groups.pop(params["GroupName"], None)
+            return {}
+        return real(self, operation, params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", fake)
+    return groups

@@ -8,9 +8,9 @@ provider's create calls CreateBucket without looking first (hashicorp/terraform-
 internal/service/s3/bucket.go resourceBucketCreate, in the version read; a newer one may look,
 this costs one HEAD either way). The stack would then adopt the bucket,
 replace its tags, and `down` (force_destroy) would empty and delete it with everything in it.
-So `up` reads the bucket first: absent, or tagged by this cluster (the stack tags what it
-creates, so a re-run of `up` passes), is fine; anything else stops `up` before it creates
-anything. GCS refuses to create a bucket that exists (409) and the Azure account the stack
+So `up` reads the bucket first: absent, or held in this cluster's own Pulumi state (a re-run
+of `up`), is fine; anything else stops `up` before it creates anything: a tag names a
+cluster, not a stack, and two people may both call theirs "train". GCS refuses to create a bucket that exists (409) and the Azure account the stack
 creates is named for the cluster and region, and azure-native checks existence before it
 creates (pulumi/pulumi-azure-native#303), so only S3 needs this.
 """
@@ -25,8 +25,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from reclaunch.planner.model import Plan
 
 
-def foreign(plan: "Plan", client: Any = None) -> list[str]:
-    """One line per bucket the stack would create that exists and is not this cluster's."""
+def foreign(plan: "Plan", client: Any = None, held: Any = None) -> list[str]:
+    """One line per bucket the stack would create that exists and is not this stack's.
+    `held(bucket)`: whether this cluster's own Pulumi state holds that bucket; the only proof
+    of ownership: the cluster tag names a cluster, and a teammate's cluster may share the name."""
     from botocore.exceptions import ClientError
 
     from stacks import identity
@@ -35,9 +37,8 @@ def foreign(plan: "Plan", client: Any = None) -> list[str]:
     if u is None:
         return []
     if client is None:
-        import boto3
-
-        client = boto3.client("s3", region_name=plan.region)
+        from reclaunch.providers.aws.sdk import client as bounded
+        client = bounded("s3", plan.region)   # timeouts, retries, a total deadline per call
     try:
         client.head_bucket(Bucket=u.bucket)
     except ClientError as exc:
@@ -54,7 +55,12 @@ def foreign(plan: "Plan", client: Any = None) -> list[str]:
             raise
         tags = {}
     if tags.get(CLUSTER_TAG) == plan.name:
-        return []
+        if held is not None and held(u.bucket):
+            return []   # a re-run of `up`: this stack made it
+        return [f"s3://{u.bucket} already exists, tagged for a cluster named {plan.name!r}, but "
+                "this cluster's stack state does not hold it (a teammate's cluster of the same "
+                "name, or a stack whose state was lost): `up` would take it over and `down` "
+                "would delete it with everything in it"]
     owner = f"cluster {tags[CLUSTER_TAG]!r}" if CLUSTER_TAG in tags else "no reclaunch cluster"
     return [f"s3://{u.bucket} already exists, made by {owner}: with storage.kind: bucket `up` "
             "would take it over and `down` would delete it with everything in it"]

@@ -9,25 +9,21 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from reclaunch.errors import ProviderError, require
+from reclaunch.providers.aws.sweep_billing import (EBS_USD_PER_GB_MONTH, EKS_USD_PER_HOUR,
+                                                   RANK as BILLING_RANK, BillingKinds)
 from reclaunch.providers.aws.sdk import (LIVE_FLEET_STATES, LIVE_INSTANCE_STATES,  # noqa: F401
                                          TRANSIENT_CODES, _not_found, _tags)
 from reclaunch.runtime.sweep import (CLUSTER_TAG, MANAGED_TAG, Orphan, TransientError,  # noqa: F401
                                      UnreachableError, endpoint, instance_hourly, is_ours,
                                      sdk_limits, storage_hourly, within)
 
-# prices.md "Other line items": EBS gp3 0.08 USD per GB-month (used for every volume type).
-EBS_USD_PER_GB_MONTH = 0.08
-# prices.md: EKS control plane 0.10 USD per cluster-hour (standard support).
-EKS_USD_PER_HOUR = 0.10
-
-# Deletion order: things that own or use others go first.
-RANK = {
+RANK = {   # deletion order: what owns or uses others first (sweep_billing.RANK fits between)
     "eks-nodegroup": 0, "eks-cluster": 1, "autoscaling-group": 2, "spot-fleet-request": 3,
-    "ec2-fleet": 3, "instance": 4, "launch-template": 5, "placement-group": 6,
-    "network-interface": 7, "volume": 8, "security-group": 9,
+    "ec2-fleet": 3, "instance": 4, "launch-template": 6, "placement-group": 7,
+    "network-interface": 8, "volume": 9, "security-group": 10, **BILLING_RANK,
 }
 
-class AwsSweeper:
+class AwsSweeper(BillingKinds):
     cloud = "aws"
 
     def __init__(self, region: str, *, session: Any = None, catalog: Any = None):
@@ -122,7 +118,8 @@ class AwsSweeper:
         self.list_errors = []
         for lister in (self._eks, self._asgs, self._spot_fleets, self._ec2_fleets,
                        self._instances, self._launch_templates, self._placement_groups,
-                       self._enis, self._volumes, self._security_groups):
+                       self._enis, self._volumes, self._security_groups,
+                       *(getattr(self, n) for n in self.BILLING_LISTERS)):
             if self.progress:
                 self.progress(f"  listing {lister.__name__.strip('_').replace('_', ' ')}")
             try:
@@ -272,7 +269,8 @@ class AwsSweeper:
     def _describe(self, o: Orphan) -> tuple[dict[str, str], bool] | None:
         """(tags, live) for the resource now, or None when it is gone."""
         try:
-            return self._DESCRIBE[o.kind](self, o)
+            fn = self._DESCRIBE.get(o.kind) or getattr(type(self), self.BILLING_DESCRIBE[o.kind])
+            return fn(self, o)
         except ProviderError as exc:
             if _not_found(exc):
                 return None
@@ -382,8 +380,12 @@ class AwsSweeper:
         return bool(got and got[1])
 
     def delete(self, o: Orphan) -> None:
-        service, op, kw = self._DELETE[o.kind](self, o)
+        steps = self.BILLING_DELETE_FN.get(o.kind)
         try:
+            if steps:   # kinds deleted in more than one call
+                return getattr(self, steps)(o)
+            service, op, kw = (self._DELETE[o.kind](self, o) if o.kind in self._DELETE
+                               else self.BILLING_DELETE[o.kind](o))
             resp = self._call(service, op, **kw)
         except ProviderError as exc:
             if _not_found(exc):

@@ -24,14 +24,18 @@ from reclaunch.errors import MissingExtraError, ProviderError
 from reclaunch.tags import CLUSTER_TAG, MANAGED_TAG
 
 RECORD = "bucket.json"   # DIR/bucket.json: what `up` created, kept until `down` deletes it
+PREFIX_RECORD = "prefix.json"   # DIR/prefix.json: your bucket's prefix, empty when `up` took it
 
 
 def _client():
+    """S3 with the project's timeouts and retries, each call inside its total deadline (a
+    trickling endpoint must not hang `up` or `down`)."""
     try:
-        import boto3
+        import boto3  # noqa: F401
     except ImportError:
         raise MissingExtraError("boto3", "s3") from None
-    return boto3.client("s3")
+    from reclaunch.providers.aws.sdk import client
+    return client("s3")
 
 
 def facts(spec: Any) -> dict | None:
@@ -105,6 +109,7 @@ def ensure(name: str, info: dict, root: Path) -> str:
     try:
         if not info["create"]:
             s3.head_bucket(Bucket=bucket)
+            _prefix_is_ours(s3, info, root, endpoint)
             return f"using your bucket s3://{bucket}/{info['prefix']} (`down` deletes that prefix only)"
         exists = _exists(s3, bucket)
         if exists and mine is None:
@@ -125,6 +130,24 @@ def ensure(name: str, info: dict, root: Path) -> str:
     except (ClientError, BotoCoreError) as exc:
         raise ProviderError(f"checkpoint bucket s3://{bucket}: {str(exc).splitlines()[0][:200]}",
                             hint=_fix(info)) from None
+
+
+def _prefix_is_ours(s3, info: dict, root: Path, endpoint: str) -> None:
+    """Your bucket (storage.kind: none): `down` deletes the job's prefix, so `up` takes only an
+    empty one, and records it (DIR/prefix.json) so that a re-run of `up` finds it its own."""
+    from reclaunch.providers.local import proc as lp
+
+    bucket, prefix = info["bucket"], str(info["prefix"]).strip("/")
+    rec = lp.read_json(root / PREFIX_RECORD)
+    if rec and (rec.get("bucket"), rec.get("prefix"), rec.get("endpoint")) == (bucket, prefix, endpoint):
+        return
+    n = s3.list_objects_v2(Bucket=bucket, Prefix=prefix + "/", MaxKeys=1000).get("KeyCount", 0)
+    if n:
+        raise ProviderError(
+            f"s3://{bucket}/{prefix}/ holds {n if n < 1000 else 'at least 1000'} object(s) that "
+            "`up` did not write, and `down` deletes that prefix: nothing changed",
+            hint="choose another (empty) prefix in job.checkpoint.path")
+    lp.write_json(root / PREFIX_RECORD, {"bucket": bucket, "prefix": prefix, "endpoint": endpoint})
 
 
 def _fix(info: dict) -> str:
@@ -173,12 +196,16 @@ def delete(store: dict, root: Path) -> str:
     mine = mine if mine and mine["bucket"] == bucket and mine.get("endpoint") == endpoint else None
     n = 0
     try:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix + "/"):
+        from reclaunch.providers.aws.pages import pages   # a repeated token ends, loudly
+        for page in pages(s3.list_objects_v2, {"Bucket": bucket, "Prefix": prefix + "/"},
+                          token_in="ContinuationToken", token_out="NextContinuationToken",
+                          what=f"listing s3://{bucket}/{prefix}/"):
             keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
             if keys:    # DeleteObjects takes at most 1000 keys: one page
                 s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
                 n += len(keys)
         done = f"deleted {n} objects under s3://{bucket}/{prefix}/"
+        (root / PREFIX_RECORD).unlink(missing_ok=True)
         if mine is None:
             return done + ("" if store.get("create") is False else "; the bucket is not one "
                            "`up` created: kept")
