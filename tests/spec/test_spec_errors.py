@@ -20,6 +20,11 @@ def sub(old: str, new: str, text: str = BASE) -> str:
     return text.replace(old, new, 1)
 
 
+def line_of(text: str, needle: str) -> int:
+    """The 1-based line holding `needle`: an example may gain lines without moving the check."""
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
 # (id, yaml text, expected line, expected fragment of "path: message")
 BAD = [
     ("typo-top", sub("gpus_per_node: 8", "gpus_per_nodes: 8"), 8, "gpus_per_nodes: unknown field — did you mean gpus_per_node?"),
@@ -61,7 +66,8 @@ BAD = [
     ("local-region", sub("cloud: local", "cloud: local\nregion: us-east-1", LOCAL), 5, "region: cloud: local runs on this machine and takes no region"),
     ("local-instance", sub("cloud: local", "cloud: local\ninstance_type: p5.48xlarge", LOCAL), 5, "instance_type: cloud: local runs on this machine"),
     ("local-fabric", sub("storage:", "interconnect: {inter_node: efa}\nstorage:", LOCAL), 7, "interconnect.inter_node: cloud: local uses gloo"),
-    ("tables-empty", sub("  tables:\n    - {name: user_id, rows: 100_000}\n    - {name: item_id, rows: 50_000}\n    - {name: category, rows: 1_000}\n", "  tables: []\n", LOCAL), 25, "model.tables: needs at least 1 item(s)"),
+    ("tables-empty", sub("  tables:\n    - {name: user_id, rows: 100_000}\n    - {name: item_id, rows: 50_000}\n    - {name: category, rows: 1_000}\n", "  tables: []\n", LOCAL),
+     line_of(LOCAL, "  tables:"), "model.tables: needs at least 1 item(s)"),
     ("zone-other-region", sub("zones: [us-east-1a]", "zones: [us-west-2a]"), 6, "zones[0]: 'us-west-2a' is not a zone of region us-east-1"),
     ("namespace-system", sub("nodes: 4\n", "nodes: 4\nnamespace: kube-system\n"), 8, "namespace: 'kube-system' is a system namespace"),
     ("command-empty-word", sub("command: [python, /app/train.py]", "command: ['']"), 25, "job.command[0]: must not be empty"),
